@@ -1,0 +1,1 @@
+"""Capturing Redis traffic on a host (tcpdump, MONITOR)."""

@@ -1,0 +1,23 @@
+"""The `cachescope` console script: `cachescope simulate ...` (and later `capture`, `parse`)."""
+
+from __future__ import annotations
+
+import sys
+
+from cachescope.cli.common import EXIT_USAGE, run
+
+USAGE = "usage: cachescope simulate TRACE --lru N[,N...] [options]   (cachescope simulate --help for more)"
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if not argv else sys.stdout)
+        return EXIT_USAGE if not argv else 0
+    command, rest = argv[0], argv[1:]
+    if command == "simulate":
+        from cachescope.cli import simulate
+
+        return run("cachescope simulate", lambda a: simulate.main(a, prog="cachescope simulate"), rest)
+    print(f"cachescope: error: unknown command {command!r} ({USAGE})", file=sys.stderr)
+    return EXIT_USAGE

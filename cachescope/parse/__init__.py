@@ -1,0 +1,1 @@
+"""Parsing captures into traces (TCP reassembly, RESP)."""

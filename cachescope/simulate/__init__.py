@@ -1,0 +1,1 @@
+"""Simulation: policies over a trace's lookups, hit rates, timelines and plots."""

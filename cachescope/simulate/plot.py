@@ -1,0 +1,55 @@
+"""The hit-rate-over-time picture: one line per policy and capacity, the infinite cache as the bound."""
+
+from __future__ import annotations
+
+import os
+
+from cachescope.simulate.registry import INFINITE
+from cachescope.simulate.result import human_count, label
+
+
+def plot_timeline(result, path: str, title: str | None = None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed, none assumed
+    import matplotlib.pyplot as plt
+
+    tl = result.timeline
+    x_col, x_label, x_scale = _x_axis(result)
+    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=120)
+    for (policy, capacity), run in tl.groupby(["policy", "capacity"], sort=False, dropna=False):
+        final = run["cumulative_hit_rate"].iloc[-1] * 100
+        is_bound = policy == INFINITE.name
+        ax.plot(
+            run[x_col] / x_scale,
+            run["hit_rate"] * 100,
+            label=f"{label(policy, None if is_bound else capacity)}: {final:.1f}% overall",
+            color="0.45" if is_bound else None,
+            linestyle="--" if is_bound else "-",
+            linewidth=1.2 if is_bound else 1.6,
+        )
+    ax.set_ylim(0, 100)
+    ax.set_xlim(left=0)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(f"hit rate over the last {human_count(result.window)} lookups (%)")
+    trace_name = os.path.basename(result.trace.path)
+    ax.set_title(title or f"Cache hit rate over time: {trace_name} ({result.trace.lookups:,} lookups)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9, title="cache (entries)", title_fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _x_axis(result):
+    """Minutes on the trace's clock when it has one, else lookups (in millions for long traces)."""
+    if result.has_clock:
+        span = result.timeline["seconds"].max()
+        if span >= 2 * 3600:
+            return "seconds", "time since the first lookup (hours)", 3600.0
+        if span >= 120:
+            return "seconds", "time since the first lookup (minutes)", 60.0
+        return "seconds", "time since the first lookup (seconds)", 1.0
+    if result.trace.lookups >= 2_000_000:
+        return "end_lookup", "lookups (millions)", 1e6
+    return "end_lookup", "lookups", 1.0

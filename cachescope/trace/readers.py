@@ -1,0 +1,85 @@
+"""Trace readers: any supported trace as a stream of lookup batches (hashed cache keys, and times when the
+trace has a clock). Batches are numpy arrays made in Rust, so a trace never becomes Python objects a lookup
+at a time, and memory stays at one batch whatever the file's size.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Iterator, Optional, Tuple
+
+import numpy as np
+
+from cachescope import _native
+from cachescope.errors import TraceFormatError, UsageError
+from cachescope.trace.formats import TEXT_FORMATS, detect_format
+
+BATCH_LOOKUPS = 1 << 20
+GRANULARITIES = ("field", "entity")
+
+Batch = Tuple[np.ndarray, Optional[np.ndarray]]
+
+
+@dataclass
+class TraceInfo:
+    """What a reader saw; complete once the batches are exhausted."""
+
+    path: str
+    format: str
+    commands: int = 0
+    lookups: int = 0
+    writes: int = 0
+    deletes: int = 0
+    other_commands: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class TraceSource:
+    """One trace file opened for reading: iterate `batches()` once, then read `info`."""
+
+    def __init__(self, path: str, format: str | None = None, granularity: str = "field"):
+        if granularity not in GRANULARITIES:
+            raise UsageError(f"unknown granularity {granularity!r}; choose field or entity")
+        self.path = os.fspath(path)
+        self.format = detect_format(self.path, format)
+        self.granularity = granularity
+        self.size_bytes = os.path.getsize(self.path)
+        self.info = TraceInfo(self.path, self.format)
+        self._bytes_read = 0
+
+    @property
+    def bytes_read(self) -> int:
+        """How far reading has got, for progress bars."""
+        return self._bytes_read
+
+    def batches(self, batch_lookups: int = BATCH_LOOKUPS) -> Iterator[Batch]:
+        if self.format in TEXT_FORMATS:
+            return self._text_batches(batch_lookups)
+        return self._parquet_batches(batch_lookups)
+
+    def _text_batches(self, batch_lookups: int) -> Iterator[Batch]:
+        reader = _native.TextReader(self.path, self.format, self.granularity)
+        while True:
+            try:
+                batch = reader.next_batch(batch_lookups)
+            except _native.NativeTraceError as e:
+                raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
+            self._bytes_read = reader.bytes_read
+            for k, v in reader.stats().items():
+                setattr(self.info, k, v)
+            if batch is None:
+                return
+            yield batch
+
+    def _parquet_batches(self, batch_lookups: int) -> Iterator[Batch]:
+        from cachescope.trace.parquet import read_parquet_batches
+
+        yield from read_parquet_batches(self, batch_lookups)
+
+
+def open_trace(path: str, format: str | None = None, granularity: str = "field") -> TraceSource:
+    """Opens a trace of any supported format (detected unless `format` is given)."""
+    return TraceSource(path, format, granularity)

@@ -1,0 +1,12 @@
+//! cachescope's core: text traces read as streams of hashed cache keys, and cache policies simulated over
+//! them. Plain Rust with no knowledge of Python; the PyO3 bindings live in `python.rs` behind the `python`
+//! feature, so `cargo test` runs without linking an interpreter.
+
+pub mod error;
+pub mod hash;
+pub mod policy;
+pub mod sim;
+pub mod trace;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,68 @@
+//! Cache policies behind one small interface, and the registry that names them.
+//!
+//! A policy sees a stream of `access(key, size)` calls and answers hit or miss; `remove` is how writes and
+//! deletes invalidate. Everything else (lists, sketches, ghost entries) is private to the policy's own file.
+//! Counting lookups and hits is the simulator's job, not the policy's.
+
+pub mod infinite;
+pub mod lru;
+
+pub use infinite::Infinite;
+pub use lru::Lru;
+
+pub trait Policy: Send {
+    /// Looks `key` up, admitting it on a miss if the policy chooses to; true on a hit.
+    fn access(&mut self, key: u64, size: u32) -> bool;
+    /// Drops `key` if resident; true if it was.
+    fn remove(&mut self, key: u64) -> bool;
+    /// Number of resident entries.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Every policy the simulator can run. A closed enum rather than `Box<dyn Policy>` so that the per-lookup
+/// loop is monomorphized for each policy and dispatch happens once per batch.
+pub enum AnyPolicy {
+    Lru(Lru),
+    Infinite(Infinite),
+}
+
+/// The registry: each entry's name is what Python, the CLI and the JSON use.
+pub const POLICY_NAMES: &[&str] = &["lru", "infinite"];
+
+impl AnyPolicy {
+    /// Builds a policy by registry name. `capacity` is in entries; `infinite` ignores it.
+    pub fn new(name: &str, capacity: u64) -> Result<AnyPolicy, String> {
+        match name {
+            "lru" => Ok(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
+            "infinite" => Ok(AnyPolicy::Infinite(Infinite::default())),
+            other => Err(format!("unknown policy {other:?}; known: {}", POLICY_NAMES.join(", "))),
+        }
+    }
+}
+
+/// Largest entry capacity a policy accepts: node indices are u32.
+pub const MAX_CAPACITY: u64 = u32::MAX as u64 - 1;
+
+fn checked_capacity(capacity: u64) -> Result<usize, String> {
+    if capacity == 0 {
+        return Err("capacity must be at least 1 entry".into());
+    }
+    if capacity > MAX_CAPACITY {
+        return Err(format!("capacity {capacity} is larger than the maximum of {MAX_CAPACITY} entries"));
+    }
+    Ok(capacity as usize)
+}
+
+/// Runs `f` with the concrete policy inside `p`, so callers write one generic loop for all policies.
+#[macro_export]
+macro_rules! with_policy {
+    ($p:expr, $name:ident => $body:expr) => {
+        match $p {
+            $crate::policy::AnyPolicy::Lru($name) => $body,
+            $crate::policy::AnyPolicy::Infinite($name) => $body,
+        }
+    };
+}

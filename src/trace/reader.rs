@@ -1,0 +1,347 @@
+//! A streaming reader of text traces: a bounded line at a time, lookups out in batches of hashed cache keys.
+//! Memory is one line plus one batch, whatever the trace's size.
+
+use std::io::{BufRead, Read};
+
+use super::commands::{self, Op, Shape};
+use super::tokenize::{split_args, Span};
+use super::{Granularity, TextFormat};
+use crate::error::TraceError;
+use crate::hash::{field_hash, key_hash};
+
+/// Longest line accepted: far above any real command, low enough that a binary file without newlines cannot
+/// make the reader buffer it whole.
+pub const MAX_LINE_BYTES: u64 = 64 << 20;
+
+/// Counts over everything read so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceStats {
+    pub commands: u64,
+    /// Read lookups: one per HMGET field, MGET key, GET, ...
+    pub lookups: u64,
+    /// Keys or fields written (HSET field, SET key, EXPIRE key, ...).
+    pub writes: u64,
+    /// Keys or fields deleted (HDEL field, DEL key, ...).
+    pub deletes: u64,
+    /// Commands that touch no cached value (PING, SELECT, EXISTS, ...).
+    pub other_commands: u64,
+}
+
+/// The lookups of a stretch of the trace, in order.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// The cache key of each lookup (see `hash`).
+    pub keys: Vec<u64>,
+    /// Capture time of each lookup's command, ns since the epoch; empty when the format has no clock.
+    pub ts_ns: Vec<i64>,
+}
+
+pub struct TextReader<R> {
+    src: R,
+    path: String,
+    format: TextFormat,
+    granularity: Granularity,
+    line_no: u64,
+    bytes_read: u64,
+    stats: TraceStats,
+    line: Vec<u8>,
+    spans: Vec<Span>,
+    scratch: Vec<u8>,
+}
+
+impl<R: BufRead> TextReader<R> {
+    pub fn new(src: R, path: &str, format: TextFormat, granularity: Granularity) -> TextReader<R> {
+        TextReader {
+            src,
+            path: path.to_string(),
+            format,
+            granularity,
+            line_no: 0,
+            bytes_read: 0,
+            stats: TraceStats::default(),
+            line: Vec::new(),
+            spans: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn stats(&self) -> TraceStats {
+        self.stats
+    }
+
+    /// Bytes consumed so far, for progress reporting.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Reads lines until the batch holds at least `min_lookups` lookups or the trace ends; None at the end.
+    /// An empty trace (no command at all) is an error rather than a zero hit rate.
+    pub fn next_batch(&mut self, min_lookups: usize) -> Result<Option<Batch>, TraceError> {
+        let mut batch = Batch::default();
+        while batch.keys.len() < min_lookups {
+            if !self.read_line()? {
+                break;
+            }
+            self.parse_line(&mut batch)?;
+        }
+        if batch.keys.is_empty() && self.at_end()? {
+            if self.stats.commands == 0 {
+                return Err(TraceError::whole(&self.path, "empty trace: no commands"));
+            }
+            return Ok(None);
+        }
+        Ok(Some(batch))
+    }
+
+    fn at_end(&mut self) -> Result<bool, TraceError> {
+        let buf = self.src.fill_buf().map_err(|e| TraceError::whole(&self.path, e.to_string()))?;
+        Ok(buf.is_empty())
+    }
+
+    /// Reads the next line into `self.line` without its line ending; false at the end of the input.
+    fn read_line(&mut self) -> Result<bool, TraceError> {
+        self.line.clear();
+        let n = (&mut self.src)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut self.line)
+            .map_err(|e| TraceError::at(&self.path, self.line_no + 1, format!("read failed: {e}")))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line_no += 1;
+        self.bytes_read += n as u64;
+        if n as u64 > MAX_LINE_BYTES {
+            return Err(self.error(format!("line longer than {} MiB: not a text trace", MAX_LINE_BYTES >> 20)));
+        }
+        while matches!(self.line.last(), Some(b'\n' | b'\r')) {
+            self.line.pop();
+        }
+        if self.line.contains(&0) {
+            return Err(self.error("binary data (NUL byte): not a text trace"));
+        }
+        Ok(true)
+    }
+
+    fn error(&self, message: impl Into<String>) -> TraceError {
+        TraceError::at(&self.path, self.line_no, message)
+    }
+
+    fn parse_line(&mut self, batch: &mut Batch) -> Result<(), TraceError> {
+        let line = std::mem::take(&mut self.line);
+        let result = match self.format {
+            TextFormat::Keys => {
+                self.parse_key_line(&line, batch);
+                Ok(())
+            }
+            TextFormat::Commands => self.parse_command_line(&line, 0, None, batch),
+            TextFormat::Monitor => self.parse_monitor_line(&line, batch),
+        };
+        self.line = line;
+        result
+    }
+
+    fn parse_key_line(&mut self, line: &[u8], batch: &mut Batch) {
+        let key = line.trim_ascii();
+        if key.is_empty() {
+            return;
+        }
+        self.stats.commands += 1;
+        self.stats.lookups += 1;
+        batch.keys.push(key_hash(key));
+    }
+
+    /// `1700000000.123456 [0 10.1.2.3:51234] "HMGET" "st_1" "2496559762"`. The first line of a
+    /// `redis-cli MONITOR` session is its `OK`, which is skipped.
+    fn parse_monitor_line(&mut self, line: &[u8], batch: &mut Batch) -> Result<(), TraceError> {
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() || (trimmed == b"OK" && self.stats.commands == 0) {
+            return Ok(());
+        }
+        let space = trimmed.iter().position(|&c| c == b' ').ok_or_else(|| self.error(MONITOR_SHAPE))?;
+        let ts = parse_epoch_ns(&trimmed[..space]).ok_or_else(|| self.error(MONITOR_SHAPE))?;
+        let rest = &trimmed[space + 1..];
+        if rest.first() != Some(&b'[') {
+            return Err(self.error(MONITOR_SHAPE));
+        }
+        let close = rest.iter().position(|&c| c == b']').ok_or_else(|| self.error(MONITOR_SHAPE))?;
+        let args_at = trimmed.len() - rest.len() + close + 1;
+        self.parse_command_line(trimmed, args_at, Some(ts), batch)
+    }
+
+    fn parse_command_line(
+        &mut self,
+        line: &[u8],
+        args_at: usize,
+        ts: Option<i64>,
+        batch: &mut Batch,
+    ) -> Result<(), TraceError> {
+        let body = &line[args_at..];
+        if body.trim_ascii().is_empty() {
+            if ts.is_some() {
+                return Err(self.error("monitor line without a command"));
+            }
+            return Ok(());
+        }
+        split_args(body, &mut self.spans, &mut self.scratch).map_err(|e| self.error(e))?;
+        let args: Vec<&[u8]> = self.spans.iter().map(|s| s.get(body, &self.scratch)).collect();
+        let name = args[0].to_ascii_uppercase();
+        let Some(info) = commands::lookup(&name) else {
+            return Err(self.error(format!("unknown command {:?}", printable(args[0]))));
+        };
+        let args = &args[1..];
+        if args.len() < info.min_args {
+            return Err(self.error(format!(
+                "{} needs at least {} arguments, got {}",
+                printable(&name),
+                info.min_args,
+                args.len()
+            )));
+        }
+        self.stats.commands += 1;
+        let keys = cache_keys(info.shape, args, self.granularity).map_err(|e| self.error(e))?;
+        let n = keys.len() as u64;
+        match info.op {
+            Op::Read => {
+                self.stats.lookups += n;
+                batch.keys.extend_from_slice(&keys);
+                if let Some(ts) = ts {
+                    batch.ts_ns.resize(batch.keys.len(), ts);
+                }
+            }
+            Op::Write => self.stats.writes += n,
+            Op::Delete => self.stats.deletes += n,
+            Op::Other => self.stats.other_commands += 1,
+        }
+        Ok(())
+    }
+}
+
+const MONITOR_SHAPE: &str =
+    "not a MONITOR line (expected `<unix time> [<db> <client>] \"CMD\" \"arg\" ...`)";
+
+/// The cache keys a command names, by its shape.
+fn cache_keys(shape: Shape, args: &[&[u8]], granularity: Granularity) -> Result<Vec<u64>, String> {
+    let field_key = |key: &[u8], field: &[u8]| {
+        let k = key_hash(key);
+        match granularity {
+            Granularity::Field => field_hash(k, field),
+            Granularity::Entity => k,
+        }
+    };
+    Ok(match shape {
+        Shape::Key | Shape::KeyThenArgs => vec![key_hash(args[0])],
+        Shape::Keys => args.iter().map(|k| key_hash(k)).collect(),
+        Shape::KeyValuePairs => {
+            if args.len() % 2 != 0 {
+                return Err("expected key value pairs".into());
+            }
+            args.iter().step_by(2).map(|k| key_hash(k)).collect()
+        }
+        Shape::KeyFields => args[1..].iter().map(|f| field_key(args[0], f)).collect(),
+        Shape::KeyFieldValuePairs => {
+            if args.len() % 2 != 1 {
+                return Err("expected a key then field value pairs".into());
+            }
+            args[1..].iter().step_by(2).map(|f| field_key(args[0], f)).collect()
+        }
+        Shape::KeyFieldArg => vec![field_key(args[0], args[1])],
+        Shape::NoKeys => Vec::new(),
+    })
+}
+
+/// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch.
+pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
+    let (secs, frac) = match s.iter().position(|&c| c == b'.') {
+        Some(dot) => (&s[..dot], &s[dot + 1..]),
+        None => (s, &b""[..]),
+    };
+    if secs.is_empty() || secs.len() > 11 || frac.len() > 9 {
+        return None;
+    }
+    if !secs.iter().chain(frac).all(u8::is_ascii_digit) {
+        return None;
+    }
+    let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
+    let frac_ns = digits(frac) * 10i64.pow(9 - frac.len() as u32);
+    Some(digits(secs) * 1_000_000_000 + frac_ns)
+}
+
+/// Shows a trace's bytes in an error message without letting control characters through.
+fn printable(bytes: &[u8]) -> String {
+    let s: String = String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if bytes.len() > 40 {
+        s + "..."
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, format: TextFormat) -> Result<(Vec<u64>, Vec<i64>, TraceStats), TraceError> {
+        let mut r = TextReader::new(text.as_bytes(), "t.txt", format, Granularity::Field);
+        let (mut keys, mut ts) = (Vec::new(), Vec::new());
+        while let Some(b) = r.next_batch(2)? {
+            keys.extend(b.keys);
+            ts.extend(b.ts_ns);
+        }
+        Ok((keys, ts, r.stats()))
+    }
+
+    #[test]
+    fn commands_format() {
+        let (keys, ts, stats) =
+            read("HMGET st_1 11 22\nhget st_1 11\n\nHSET st_1 11 v\nPING\nGET plain\n", TextFormat::Commands)
+                .unwrap();
+        let f11 = field_hash(key_hash(b"st_1"), b"11");
+        assert_eq!(keys, vec![f11, field_hash(key_hash(b"st_1"), b"22"), f11, key_hash(b"plain")]);
+        assert!(ts.is_empty());
+        assert_eq!(
+            stats,
+            TraceStats { commands: 5, lookups: 4, writes: 1, deletes: 0, other_commands: 1 }
+        );
+    }
+
+    #[test]
+    fn monitor_format() {
+        let text = "OK\n1700000000.5 [0 10.0.0.1:5000] \"HMGET\" \"st_1\" \"11\" \"22\"\n\
+                    1700000001.000001 [0 lua] \"GET\" \"a b\"\n";
+        let (keys, ts, stats) = read(text, TextFormat::Monitor).unwrap();
+        assert_eq!(keys.len(), 3);
+        assert_eq!(keys[2], key_hash(b"a b"));
+        assert_eq!(ts, vec![1_700_000_000_500_000_000, 1_700_000_000_500_000_000, 1_700_000_001_000_001_000]);
+        assert_eq!(stats.commands, 2);
+    }
+
+    #[test]
+    fn keys_format() {
+        let (keys, _, stats) = read("42\n43\r\n42\n", TextFormat::Keys).unwrap();
+        assert_eq!(keys, vec![key_hash(b"42"), key_hash(b"43"), key_hash(b"42")]);
+        assert_eq!(stats.lookups, 3);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let err = read("GET a\nFROB x\n", TextFormat::Commands).unwrap_err();
+        assert_eq!(err.line, Some(2));
+        assert!(err.message.contains("unknown command"), "{}", err.message);
+        assert_eq!(read("HMGET a\n", TextFormat::Commands).unwrap_err().line, Some(1));
+        assert_eq!(read("GET a\nG\0T b\n", TextFormat::Commands).unwrap_err().line, Some(2));
+        assert!(read("HMGET a f\n", TextFormat::Monitor).is_err());
+        let empty = read("\n\n", TextFormat::Commands).unwrap_err();
+        assert_eq!(empty.line, None);
+    }
+
+    #[test]
+    fn epoch_parsing() {
+        assert_eq!(parse_epoch_ns(b"1.000000001"), Some(1_000_000_001));
+        assert_eq!(parse_epoch_ns(b"12"), Some(12_000_000_000));
+        assert_eq!(parse_epoch_ns(b"1.0000000001"), None);
+        assert_eq!(parse_epoch_ns(b"x.1"), None);
+    }
+}

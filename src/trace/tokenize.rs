@@ -1,0 +1,111 @@
+//! Splitting a text trace line into arguments: bare words separated by spaces, or double-quoted strings
+//! with the escapes Redis uses when it prints a value (`\"`, `\\`, `\n`, `\r`, `\t`, `\a`, `\b`, `\xHH`),
+//! as in MONITOR output and redis-cli input.
+
+/// Splits `line` into `out` (cleared first). Quoted arguments are unescaped into `scratch`, so bare words
+/// stay zero-copy; `out` holds (start, end, in_scratch) spans.
+pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Result<(), String> {
+    out.clear();
+    scratch.clear();
+    let mut i = 0;
+    while i < line.len() {
+        let c = line[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'"' {
+            let start = scratch.len();
+            i = unquote(line, i + 1, scratch)?;
+            out.push(Span { start, end: scratch.len(), quoted: true });
+        } else {
+            let start = i;
+            while i < line.len() && !line[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            out.push(Span { start, end: i, quoted: false });
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    start: usize,
+    end: usize,
+    quoted: bool,
+}
+
+impl Span {
+    #[inline]
+    pub fn get<'a>(&self, line: &'a [u8], scratch: &'a [u8]) -> &'a [u8] {
+        if self.quoted {
+            &scratch[self.start..self.end]
+        } else {
+            &line[self.start..self.end]
+        }
+    }
+}
+
+/// Unescapes a quoted string whose opening quote is just before `i`; returns the index after the closing
+/// quote, which must be followed by whitespace or the end of the line.
+fn unquote(line: &[u8], mut i: usize, out: &mut Vec<u8>) -> Result<usize, String> {
+    loop {
+        let Some(&c) = line.get(i) else {
+            return Err("unterminated quoted argument".into());
+        };
+        i += 1;
+        match c {
+            b'"' => {
+                return match line.get(i) {
+                    None => Ok(i),
+                    Some(c) if c.is_ascii_whitespace() => Ok(i),
+                    Some(_) => Err("closing quote must be followed by a space".into()),
+                };
+            }
+            b'\\' => {
+                let Some(&e) = line.get(i) else {
+                    return Err("unterminated quoted argument".into());
+                };
+                i += 1;
+                out.push(match e {
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'a' => 0x07,
+                    b'b' => 0x08,
+                    b'x' => {
+                        let hex = line.get(i..i + 2).ok_or("truncated \\x escape")?;
+                        i += 2;
+                        let s = std::str::from_utf8(hex).map_err(|_| "bad \\x escape")?;
+                        u8::from_str_radix(s, 16).map_err(|_| format!("bad \\x escape \\x{s}"))?
+                    }
+                    other => other,
+                });
+            }
+            other => out.push(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(line: &str) -> Result<Vec<Vec<u8>>, String> {
+        let (mut spans, mut scratch) = (Vec::new(), Vec::new());
+        split_args(line.as_bytes(), &mut spans, &mut scratch)?;
+        Ok(spans.iter().map(|s| s.get(line.as_bytes(), &scratch).to_vec()).collect())
+    }
+
+    #[test]
+    fn bare_and_quoted() {
+        let got = split(r#"HMGET  "st 1" f\x41 "a\"b\x41\\""#).unwrap();
+        assert_eq!(got, vec![b"HMGET".to_vec(), b"st 1".to_vec(), b"f\\x41".to_vec(), b"a\"bA\\".to_vec()]);
+    }
+
+    #[test]
+    fn malformed_quotes() {
+        assert!(split(r#"GET "abc"#).is_err());
+        assert!(split(r#"GET "abc"def"#).is_err());
+        assert!(split(r#"GET "\x4""#).is_err());
+    }
+}
