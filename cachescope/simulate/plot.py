@@ -13,6 +13,7 @@ def plot_timeline(result, path: str, title: str | None = None) -> None:
 
     matplotlib.use("Agg")  # files only: no display needed, none assumed
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     tl = result.timeline
     x_col, x_label, x_scale = _x_axis(result)
@@ -23,13 +24,14 @@ def plot_timeline(result, path: str, title: str | None = None) -> None:
         ax.plot(
             run[x_col] / x_scale,
             run["hit_rate"] * 100,
-            label=f"{label(policy, None if is_bound else capacity)}: {final:.1f}% overall",
+            label=f"{'infinite (bound)' if is_bound else label(policy, capacity)}: {final:.1f}% overall",
             color="0.45" if is_bound else None,
             linestyle="--" if is_bound else "-",
             linewidth=1.2 if is_bound else 1.6,
         )
     ax.set_ylim(0, 100)
     ax.set_xlim(left=0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"))
     ax.set_xlabel(x_label)
     ax.set_ylabel(f"hit rate over the last {human_count(result.window)} lookups (%)")
     trace_name = os.path.basename(result.trace.path)

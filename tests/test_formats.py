@@ -1,0 +1,65 @@
+"""One trace in every format reads as the same lookups; formats are told apart by extension and content."""
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import cachescope
+from cachescope.trace.formats import detect_format
+from traces import as_commands_text, as_monitor_text, lookups_of, random_commands
+
+
+def to_parquet(commands, path, t0_ns=1_700_000_000 * 10**9):
+    """The trace schema of DESIGN.md, one row per lookup / written or deleted field."""
+    rows = {"ts_ns": [], "conn": [], "req": [], "op": [], "cmd": [], "key": [], "field": []}
+    for req, (cmd, key, fields) in enumerate(commands):
+        for f in fields or [None]:
+            rows["ts_ns"].append(t0_ns + req * 1000)
+            rows["conn"].append(req % 3)
+            rows["req"].append(req)
+            rows["op"].append("write" if cmd == "HSET" else "read")
+            rows["cmd"].append(cmd)
+            rows["key"].append(key)
+            rows["field"].append(f)
+    table = pa.table(rows).cast(pa.schema([
+        ("ts_ns", pa.int64()), ("conn", pa.uint32()), ("req", pa.uint64()), ("op", pa.dictionary(pa.int8(), pa.string())),
+        ("cmd", pa.dictionary(pa.int8(), pa.string())), ("key", pa.string()), ("field", pa.string()),
+    ]))
+    pq.write_table(table, path, row_group_size=97)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_format_gives_the_same_hits(tmp, seed):
+    commands = random_commands(seed, n_commands=500)
+    (tmp / "t.txt").write_text(as_commands_text(commands))
+    (tmp / "t.log").write_text(as_monitor_text(commands))
+    to_parquet(commands, tmp / "t.parquet")
+    results = {}
+    for name in ("t.txt", "t.log", "t.parquet"):
+        r = cachescope.simulate_trace(str(tmp / name), lru=[5, 50], window=64)
+        results[r.trace.format] = (r.summary["hits"].tolist(), r.unique_keys, r.trace.lookups, r.trace.commands,
+                                   r.trace.writes)
+    assert set(results) == {"commands", "monitor", "parquet"}
+    assert len(set(map(str, results.values()))) == 1, results
+    assert results["parquet"][2] == len(lookups_of(commands))
+
+
+def test_parquet_timeline_uses_its_clock(tmp):
+    commands = random_commands(1, n_commands=300)
+    to_parquet(commands, tmp / "t.parquet")
+    r = cachescope.simulate_trace(str(tmp / "t.parquet"), lru=[5], window=50)
+    assert r.has_clock and r.timeline["seconds"].max() == pytest.approx(299e-6)
+
+
+def test_detection(tmp):
+    cases = {
+        "a.txt": "HMGET st_1 2496559762 1170383926\n",
+        "b.txt": 'OK\n1700000000.123456 [0 10.1.2.3:51234] "HMGET" "st_1" "2496559762"\n',
+        "c.txt": "42932745\n42932746\n",
+        "d.monitor": "anything\n",
+        "e.keys": "HMGET st_1 1 2\n",
+    }
+    for name, text in cases.items():
+        (tmp / name).write_text(text)
+    assert [detect_format(str(tmp / n)) for n in cases] == ["commands", "monitor", "keys", "monitor", "keys"]
+    assert detect_format(str(tmp / "a.txt"), "keys") == "keys"
