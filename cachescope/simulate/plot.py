@@ -8,16 +8,17 @@ from cachescope.simulate.registry import INFINITE
 from cachescope.simulate.result import human_count, label
 
 
-def plot_timeline(result, path: str, title: str | None = None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display needed, none assumed
-    import matplotlib.pyplot as plt
+def plot_timeline(result, path: str | None = None, title: str | None = None):
+    """Draws the timeline; saves it to `path` if given, and returns the matplotlib Figure either way."""
+    # A bare Figure rather than pyplot: no global backend is chosen or needed, so this works headless and
+    # leaves a notebook's own matplotlib set-up alone.
+    from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
     tl = result.timeline
     x_col, x_label, x_scale = _x_axis(result)
-    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=120)
+    fig = Figure(figsize=(10, 5.5), dpi=120)
+    ax = fig.subplots()
     for (policy, capacity), run in tl.groupby(["policy", "capacity"], sort=False, dropna=False):
         final = run["cumulative_hit_rate"].iloc[-1] * 100
         is_bound = policy == INFINITE.name
@@ -39,8 +40,9 @@ def plot_timeline(result, path: str, title: str | None = None) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=9, title="cache (entries)", title_fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path)
+    return fig
 
 
 def _x_axis(result):

@@ -68,10 +68,11 @@ class SimulationResult:
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         return {"trace": trace, "results": results, "infinite": infinite, "window": self.window}
 
-    def plot(self, path: str, title: str | None = None) -> None:
+    def plot(self, path: str | None = None, title: str | None = None):
+        """Hit rate over time, one line per policy and capacity; saved to `path` if given. Returns the Figure."""
         from cachescope.simulate.plot import plot_timeline
 
-        plot_timeline(self, path, title)
+        return plot_timeline(self, path, title)
 
     def __repr__(self) -> str:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"
