@@ -8,6 +8,8 @@ The traffic model, one prediction-service pod talking to the feature store:
   `daf_st_p6m_avg_delivery_time_float`.
 - Entity types (stores, consumers, dashers, items, markets) each have a finite population with Zipf-like
   popularity, p(rank) ~ rank^-s; ranks map to randomly drawn numeric ids so an id says nothing of its rank.
+  Half the draws of most types instead repeat one of the type's recent draws: the time locality of
+  consumer sessions, busy neighbourhoods and orders in flight, which popularity alone lacks.
 - Models read a fixed feature list per entity type. A prediction request picks a model by traffic share,
   then its entities (a store ranker: one consumer plus 8-30 candidate stores), and sends one
   `HMGET <entity> <f1> <f2> ...` per entity, back to back on one of the pod's connections.
@@ -22,24 +24,41 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
 
-# prefix: (population, Zipf exponent, tag used in feature names, topics of its features, embedding names).
-# Populations are those one pod meets in half an hour, not the whole business; exponents are tuned so the
-# sample's hit rates land where the production measurements did (70-80% for a big enough cache).
+# Populations are the entities one pod meets in half an hour, not the whole business; exponents, repeats and
+# populations are tuned so the sample's hit rates land near production's (70-80% for a big enough cache).
+
+
+class EntityType(NamedTuple):
+    population: int
+    exponent: float  # Zipf exponent of their popularity
+    repeat: float  # chance a draw is an entity drawn lately: sessions, neighbourhoods, orders in flight
+    tag: str  # how feature names spell the type
+    topics: list[str]  # what its features describe
+    embeddings: list[str]
+
+
 ENTITIES = {
-    "st": (6_000, 1.1, "st", ["delivery_time", "prep_time", "order_value", "rating", "cancellation",
-                                "conversion", "menu_views", "dasher_wait", "refund", "tip"], ["store2vec"]),
-    "cx": (30_000, 1.0, "cs", ["order_count", "basket_size", "tip", "cuisine_affinity", "promo_usage",
-                                "session_length", "refund", "app_opens", "spend"], ["consumer2vec"]),
-    "dx": (4_000, 1.0, "dx", ["acceptance", "on_time", "active_hours", "speed", "rating", "distance",
-                                "late_pickup"], ["dasher2vec"]),
-    "it": (20_000, 1.1, "it", ["price", "popularity", "add_to_cart", "reorder", "photo_views", "rating",
-                                "substitution"], ["item2vec", "cuisine2vec"]),
-    "mk": (120, 1.1, "mkt", ["supply", "demand", "surge", "wait_time", "weather", "active_dashers"], []),
+    "st": EntityType(2_000, 1.1, 0.5, "st", ["delivery_time", "prep_time", "order_value", "rating",
+                                             "cancellation", "conversion", "menu_views", "dasher_wait",
+                                             "refund", "tip"], ["store2vec"]),
+    "cx": EntityType(10_000, 1.0, 0.5, "cs", ["order_count", "basket_size", "tip", "cuisine_affinity",
+                                              "promo_usage", "session_length", "refund", "app_opens", "spend"],
+                     ["consumer2vec"]),
+    "dx": EntityType(1_500, 1.0, 0.5, "dx", ["acceptance", "on_time", "active_hours", "speed", "rating",
+                                             "distance", "late_pickup"], ["dasher2vec"]),
+    "it": EntityType(6_000, 1.1, 0.5, "it", ["price", "popularity", "add_to_cart", "reorder", "photo_views",
+                                             "rating", "substitution"], ["item2vec", "cuisine2vec"]),
+    "mk": EntityType(120, 1.1, 0.0, "mkt", ["supply", "demand", "surge", "wait_time", "weather",
+                                            "active_dashers"], []),
 }
+# A type's ids are drawn from [first, 91 * first), so they have as many digits as real ones (st_1426727).
+FIRST_ID = {"st": 100_000, "cx": 10_000_000, "dx": 1_000_000, "it": 10_000_000, "mk": 100}
+RECENT = 2_000  # a repeat picks one of the type's latest draws: minutes of stores, all recent consumers
 WINDOWS = ["p1d", "p7d", "p28d", "p3m", "p6m", "p1y", "ltd"]
 AGGREGATIONS = ["avg", "sum", "cnt", "max", "min", "pct", "med", "std"]
 VALUE_TYPES = ["float", "int", "ratio", "bool", "cat"]
@@ -64,16 +83,18 @@ PODS, PORTS_PER_POD = 4, 3
 
 
 def feature_names(rng, prefix: str) -> list[str]:
-    """A shuffled list of plausible feature names for one entity type, most widely used first."""
-    _, _, tag, topics, embeddings = ENTITIES[prefix]
+    """Plausible feature names for one entity type, the most widely used (by model_fields) first."""
+    tag, topics, embeddings = ENTITIES[prefix][3:]
     batch = [f"daf_{tag}_{w}_{a}_{t}_{v}" for w, a, t, v in itertools.product(WINDOWS, AGGREGATIONS, topics,
                                                                               VALUE_TYPES)]
     realtime = [f"rtf_{tag}_{w}_{a}_{t}_{v}" for w, a, t, v in itertools.product(RT_WINDOWS, ["cnt", "avg"],
                                                                                  topics[:3], ["int", "float"])]
-    names = [f"daf_{tag}_{w}_{e}_emb" for e in embeddings for w in ("p28d", "p6m")]
-    names += [realtime[i] for i in rng.choice(len(realtime), 8, replace=False)]
-    names += [batch[i] for i in rng.choice(len(batch), FEATURES_PER_TYPE - len(names), replace=False)]
-    return [names[i] for i in rng.permutation(len(names))]
+    head = [f"daf_{tag}_{w}_{e}_emb" for e in embeddings for w in ("p28d", "p6m")]
+    head += [realtime[i] for i in rng.choice(len(realtime), 8, replace=False)]
+    batch = [batch[i] for i in rng.choice(len(batch), FEATURES_PER_TYPE - len(head), replace=False)]
+    # Embeddings and real-time features go among the 40 most used, so the pipeline writes what models read.
+    head += batch[: 40 - len(head)]
+    return [head[i] for i in rng.permutation(len(head))] + batch[40 - len(head):]
 
 
 def field(name: str) -> str:
@@ -87,19 +108,31 @@ def zipf_cdf(n: int, exponent: float) -> np.ndarray:
 
 
 class Population:
-    """Entities of one type: Zipf-popular ranks, each mapped to a random numeric id."""
+    """Entities of one type: Zipf-popular ranks, each mapped to a random numeric id, plus short-term repeats."""
 
     def __init__(self, rng, prefix: str):
-        size, exponent, *_ = ENTITIES[prefix]
-        self.cdf = zipf_cdf(size, exponent)
+        kind = ENTITIES[prefix]
+        self.cdf, self.repeat = zipf_cdf(kind.population, kind.exponent), kind.repeat
         # Ids are drawn without replacement from a wide range, in random order, so rank 0 is no small id.
-        low = {"st": 100_000, "cx": 10_000_000, "dx": 1_000_000, "it": 10_000_000, "mk": 100}[prefix]
-        ids = rng.choice(90 * low, size, replace=False) + low
+        low = FIRST_ID[prefix]
+        ids = rng.choice(90 * low, kind.population, replace=False) + low
         self.keys = np.array([f"{prefix}_{i}" for i in ids], dtype=object)
+        # The capture starts mid-stream: sessions already under way, not an empty history that the first few
+        # draws would dominate.
+        self.recent = self.popular(rng, RECENT)
 
-    def sample(self, rng, n: int) -> np.ndarray:
+    def popular(self, rng, n: int) -> np.ndarray:
         ranks = np.searchsorted(self.cdf, rng.random(n), side="right")
         return self.keys[np.minimum(ranks, len(self.keys) - 1)]
+
+    def sample(self, rng, n: int) -> np.ndarray:
+        keys = self.popular(rng, n)
+        # Popularity alone has no time locality; real traffic does (one consumer's session sends several
+        # requests within minutes), so some draws repeat an entity from the type's latest draws.
+        again = rng.random(n) < self.repeat
+        keys[again] = self.recent[rng.integers(RECENT, size=int(again.sum()))]
+        self.recent = np.concatenate([self.recent, keys])[-RECENT:]
+        return keys
 
 
 def quoted(*args: str) -> str:
@@ -133,7 +166,8 @@ def reads(rng, requests: int, span_us: int, populations, fields, clients) -> lis
     model_names = list(MODELS)
     shares = np.array([MODELS[m][0] for m in model_names])
     chosen = rng.choice(len(model_names), requests, p=shares / shares.sum())
-    starts = START_US + np.cumsum(rng.exponential(span_us / requests, requests)).astype(np.int64)
+    # Sorted uniform times are a Poisson process given its count, and end on time.
+    starts = START_US + np.sort(rng.integers(0, span_us, requests))
     conns = rng.integers(len(clients), size=requests)
     out = []
     for model_i, start, conn in zip(chosen, starts, conns):
@@ -166,7 +200,8 @@ def writes(rng, count: int, span_us: int, populations, names) -> list[tuple[int,
         for i in picked:
             value = str(rng.integers(0, 60)) if realtime[i].endswith("_int") else f"{rng.random() * 50:.4f}"
             pairs += [field(realtime[i]), value]
-        args = quoted("HSET", populations[prefix].sample(rng, 1)[0], *pairs)
+        # By popularity only: recent draws belong to the end of the trace, not to this write's time.
+        args = quoted("HSET", populations[prefix].popular(rng, 1)[0], *pairs)
         out.append((ts, monitor_line(ts, writer[int(rng.integers(2))], args)))
     return out
 
@@ -197,7 +232,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-o", "--output", required=True, help="the .monitor file to write")
     p.add_argument("--seed", type=int, default=20231114, help="random seed (default: %(default)s)")
-    p.add_argument("--requests", type=int, default=1400, help="prediction requests (default: %(default)s)")
+    p.add_argument("--requests", type=int, default=1600, help="prediction requests (default: %(default)s)")
     p.add_argument("--minutes", type=float, default=25.0, help="span of the trace (default: %(default)s)")
     args = p.parse_args(argv)
     if args.requests < 1 or args.minutes <= 0:

@@ -8,17 +8,18 @@ from cachescope.simulate.registry import INFINITE
 from cachescope.simulate.result import human_count, label
 
 
-def plot_timeline(result, path: str | None = None, title: str | None = None):
-    """Draws the timeline; saves it to `path` if given, and returns the matplotlib Figure either way."""
+def plot_timeline(result, path: str | None = None, title: str | None = None, ax=None):
+    """Draws the timeline on `ax` (a new figure if None); saves it to `path` if given; returns the Figure."""
     # A bare Figure rather than pyplot: no global backend is chosen or needed, so this works headless and
-    # leaves a notebook's own matplotlib set-up alone.
+    # leaves a notebook's own matplotlib set-up alone (a notebook passes its own `ax` to see the plot inline).
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
     tl = result.timeline
     x_col, x_label, x_scale = _x_axis(result)
-    fig = Figure(figsize=(10, 5.5), dpi=120)
-    ax = fig.subplots()
+    if ax is None:
+        ax = Figure(figsize=(10, 5.5), dpi=120).subplots()
+    fig = ax.figure
     for (policy, capacity), run in tl.groupby(["policy", "capacity"], sort=False, dropna=False):
         final = run["cumulative_hit_rate"].iloc[-1] * 100
         is_bound = policy == INFINITE.name
@@ -38,7 +39,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None):
     trace_name = os.path.basename(result.trace.path)
     ax.set_title(title or f"Cache hit rate over time: {trace_name} ({result.trace.lookups:,} lookups)")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=9, title="cache (entries)", title_fontsize=9)
+    ax.legend(loc="best", fontsize=9, title="cache (entries)", title_fontsize=9)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path)

@@ -68,11 +68,12 @@ class SimulationResult:
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         return {"trace": trace, "results": results, "infinite": infinite, "window": self.window}
 
-    def plot(self, path: str | None = None, title: str | None = None):
-        """Hit rate over time, one line per policy and capacity; saved to `path` if given. Returns the Figure."""
+    def plot(self, path: str | None = None, title: str | None = None, ax=None):
+        """Hit rate over time, one line per policy and capacity, on `ax` or a new figure; saved to `path` if
+        given. Returns the Figure."""
         from cachescope.simulate.plot import plot_timeline
 
-        return plot_timeline(self, path, title)
+        return plot_timeline(self, path, title, ax)
 
     def __repr__(self) -> str:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"
