@@ -1,9 +1,13 @@
 //! Least recently used: on a miss with a full cache, evict the entry whose last access is oldest.
 //!
 //! The classic structure: a hash table from key to node, and a doubly linked recency list threaded through
-//! a slab of nodes by u32 index (no per-node allocation, 16 bytes a node). The slab never grows past the
-//! capacity: once full, the evicted tail node is reused for the newcomer. Memory: about 16 bytes a node plus
-//! the table's 12 bytes a slot, i.e. ~30-40 bytes per resident entry.
+//! a slab of nodes by u32 index (no per-node allocation, 24 bytes a node). Evicted nodes are recycled, so
+//! the slab never holds more nodes than the cache ever held entries. Memory: about 24 bytes a node plus
+//! the table's 12 bytes a slot, i.e. ~40-50 bytes per resident entry.
+//!
+//! Capacity is in units of `size`: with every size 1 it counts entries, with value sizes it counts bytes.
+//! As in libCacheSim, an object larger than the whole cache is not admitted, and a hit does not change the
+//! size an entry was admitted with.
 
 use super::Policy;
 use crate::hash::KeyMap;
@@ -13,26 +17,28 @@ const NIL: u32 = u32::MAX;
 #[derive(Clone, Copy)]
 struct Node {
     key: u64,
+    size: u32,
     prev: u32,
     next: u32,
 }
 
 pub struct Lru {
-    capacity: usize,
+    capacity: u64,
+    used: u64,
     index: KeyMap<u32>,
     nodes: Vec<Node>,
     /// Most recently used.
     head: u32,
     /// Least recently used: the next victim.
     tail: u32,
-    /// Nodes freed by `remove`, reused before the slab grows.
+    /// Nodes freed by eviction or `remove`, reused before the slab grows.
     free: Vec<u32>,
 }
 
 impl Lru {
-    pub fn new(capacity: usize) -> Lru {
+    pub fn new(capacity: u64) -> Lru {
         // Reserve lazily: a 10 M-entry LRU over a trace with 50 k unique keys should not cost 400 MB.
-        Lru { capacity, index: KeyMap::default(), nodes: Vec::new(), head: NIL, tail: NIL, free: Vec::new() }
+        Lru { capacity, used: 0, index: KeyMap::default(), nodes: Vec::new(), head: NIL, tail: NIL, free: Vec::new() }
     }
 
     #[inline]
@@ -66,23 +72,27 @@ impl Lru {
         self.head = n;
     }
 
-    /// A node for a new key: a freed one, a new one while below capacity, else the evicted tail.
+    /// Evicts the least recently used entry.
     #[inline]
-    fn take_node(&mut self, key: u64) -> u32 {
-        if let Some(n) = self.free.pop() {
-            self.nodes[n as usize].key = key;
-            return n;
-        }
-        if self.nodes.len() < self.capacity {
-            self.nodes.push(Node { key, prev: NIL, next: NIL });
-            return (self.nodes.len() - 1) as u32;
-        }
+    fn evict(&mut self) {
         let victim = self.tail;
         self.unlink(victim);
-        let old_key = self.nodes[victim as usize].key;
-        self.index.remove(&old_key);
-        self.nodes[victim as usize].key = key;
-        victim
+        let Node { key, size, .. } = self.nodes[victim as usize];
+        self.index.remove(&key);
+        self.used -= u64::from(size);
+        self.free.push(victim);
+    }
+
+    /// A node for a new key: a recycled one, else a new one.
+    #[inline]
+    fn new_node(&mut self, key: u64, size: u32) -> u32 {
+        let node = Node { key, size, prev: NIL, next: NIL };
+        if let Some(n) = self.free.pop() {
+            self.nodes[n as usize] = node;
+            return n;
+        }
+        self.nodes.push(node);
+        (self.nodes.len() - 1) as u32
     }
 
     /// Keys from most to least recently used (for tests and inspection).
@@ -99,7 +109,7 @@ impl Lru {
 
 impl Policy for Lru {
     #[inline]
-    fn access(&mut self, key: u64, _size: u32) -> bool {
+    fn access(&mut self, key: u64, size: u32) -> bool {
         if let Some(&n) = self.index.get(&key) {
             if n != self.head {
                 self.unlink(n);
@@ -107,9 +117,16 @@ impl Policy for Lru {
             }
             return true;
         }
-        let n = self.take_node(key);
+        if u64::from(size) > self.capacity {
+            return false;
+        }
+        while self.used + u64::from(size) > self.capacity {
+            self.evict();
+        }
+        let n = self.new_node(key, size);
         self.push_front(n);
         self.index.insert(key, n);
+        self.used += u64::from(size);
         false
     }
 
@@ -117,6 +134,7 @@ impl Policy for Lru {
         match self.index.remove(&key) {
             Some(n) => {
                 self.unlink(n);
+                self.used -= u64::from(self.nodes[n as usize].size);
                 self.free.push(n);
                 true
             }
@@ -154,6 +172,20 @@ mod tests {
         assert!(!lru.remove(1));
         lru.access(3, 1); // fills the freed slot, evicts nothing
         assert_eq!(lru.keys_by_recency(), vec![3, 2]);
+    }
+
+    #[test]
+    fn sizes_count_against_the_capacity() {
+        let mut lru = Lru::new(10);
+        lru.access(1, 4);
+        lru.access(2, 4);
+        assert!(!lru.access(3, 11)); // larger than the cache: not admitted, nothing evicted
+        assert_eq!(lru.keys_by_recency(), vec![2, 1]);
+        lru.access(4, 6); // evicts 1 only: 4 + 6 fits
+        assert_eq!(lru.keys_by_recency(), vec![4, 2]);
+        assert!(lru.remove(2));
+        lru.access(5, 4);
+        assert_eq!(lru.keys_by_recency(), vec![5, 4]);
     }
 
     #[test]

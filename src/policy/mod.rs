@@ -33,7 +33,8 @@ pub enum AnyPolicy {
 pub const POLICY_NAMES: &[&str] = &["lru", "infinite"];
 
 impl AnyPolicy {
-    /// Builds a policy by registry name. `capacity` is in entries; `infinite` ignores it.
+    /// Builds a policy by registry name. `capacity` is in the units of the sizes passed to `access` (entries
+    /// when every size is 1, bytes otherwise); `infinite` ignores it.
     pub fn new(name: &str, capacity: u64) -> Result<AnyPolicy, String> {
         match name {
             "lru" => Ok(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
@@ -43,17 +44,18 @@ impl AnyPolicy {
     }
 }
 
-/// Largest entry capacity a policy accepts: node indices are u32.
-pub const MAX_CAPACITY: u64 = u32::MAX as u64 - 1;
+/// Largest capacity a policy accepts (256 TiB as bytes). Entry counts are limited further, in Python, to
+/// what u32 node indices can address.
+pub const MAX_CAPACITY: u64 = 1 << 48;
 
-fn checked_capacity(capacity: u64) -> Result<usize, String> {
+pub fn checked_capacity(capacity: u64) -> Result<u64, String> {
     if capacity == 0 {
-        return Err("capacity must be at least 1 entry".into());
+        return Err("capacity must be at least 1".into());
     }
     if capacity > MAX_CAPACITY {
-        return Err(format!("capacity {capacity} is larger than the maximum of {MAX_CAPACITY} entries"));
+        return Err(format!("capacity {capacity} is larger than the maximum of {MAX_CAPACITY}"));
     }
-    Ok(capacity as usize)
+    Ok(capacity)
 }
 
 /// Runs `f` with the concrete policy inside `p`, so callers write one generic loop for all policies.

@@ -1,0 +1,19 @@
+"""The README's first command works as written (less its `pip install`, which the test run has done)."""
+
+import re
+import shlex
+
+from conftest import REPO, run_cli
+
+
+def test_quick_start_command(tmp):
+    readme = (REPO / "README.md").read_text()
+    first = re.search(r"```sh\n(.*?)\n```", readme, re.S).group(1)
+    install, command = first.split(" && ", 1)
+    assert install == "pip install -r requirements.txt"
+    args = shlex.split(command)
+    assert args[:2] == ["python", "simulate.py"]
+    args = [str(tmp / a) if a.endswith(".png") else a for a in args[1:]]
+    out = run_cli(*args, check_rc=0).stdout
+    assert "LRU 10k entries" in out and "infinite (bound)" in out
+    assert list(tmp.glob("*.png"))
