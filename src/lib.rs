@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod hash;
+pub mod net;
 pub mod policy;
 pub mod sim;
 pub mod trace;
