@@ -4,11 +4,20 @@
 //! deletes invalidate. Everything else (lists, sketches, ghost entries) is private to the policy's own file.
 //! Counting lookups and hits is the simulator's job, not the policy's.
 
+pub mod clock;
+pub mod fifo;
 pub mod infinite;
+pub mod lfu;
 pub mod lru;
+mod ring;
+pub mod sieve;
 
+pub use clock::Clock;
+pub use fifo::Fifo;
 pub use infinite::Infinite;
+pub use lfu::Lfu;
 pub use lru::Lru;
+pub use sieve::Sieve;
 
 pub trait Policy: Send {
     /// Looks `key` up, admitting it on a miss if the policy chooses to; true on a hit.
@@ -26,11 +35,15 @@ pub trait Policy: Send {
 /// loop is monomorphized for each policy and dispatch happens once per batch.
 pub enum AnyPolicy {
     Lru(Lru),
+    Lfu(Lfu),
+    Fifo(Fifo),
+    Clock(Clock),
+    Sieve(Sieve),
     Infinite(Infinite),
 }
 
 /// The registry: each entry's name is what Python, the CLI and the JSON use.
-pub const POLICY_NAMES: &[&str] = &["lru", "infinite"];
+pub const POLICY_NAMES: &[&str] = &["lru", "lfu", "fifo", "clock", "sieve", "infinite"];
 
 impl AnyPolicy {
     /// Builds a policy by registry name. `capacity` is in the units of the sizes passed to `access` (entries
@@ -38,6 +51,10 @@ impl AnyPolicy {
     pub fn new(name: &str, capacity: u64) -> Result<AnyPolicy, String> {
         match name {
             "lru" => Ok(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
+            "lfu" => Ok(AnyPolicy::Lfu(Lfu::new(checked_capacity(capacity)?))),
+            "fifo" => Ok(AnyPolicy::Fifo(Fifo::new(checked_capacity(capacity)?))),
+            "clock" => Ok(AnyPolicy::Clock(Clock::new(checked_capacity(capacity)?))),
+            "sieve" => Ok(AnyPolicy::Sieve(Sieve::new(checked_capacity(capacity)?))),
             "infinite" => Ok(AnyPolicy::Infinite(Infinite::default())),
             other => Err(format!("unknown policy {other:?}; known: {}", POLICY_NAMES.join(", "))),
         }
@@ -64,6 +81,10 @@ macro_rules! with_policy {
     ($p:expr, $name:ident => $body:expr) => {
         match $p {
             $crate::policy::AnyPolicy::Lru($name) => $body,
+            $crate::policy::AnyPolicy::Lfu($name) => $body,
+            $crate::policy::AnyPolicy::Fifo($name) => $body,
+            $crate::policy::AnyPolicy::Clock($name) => $body,
+            $crate::policy::AnyPolicy::Sieve($name) => $body,
             $crate::policy::AnyPolicy::Infinite($name) => $body,
         }
     };
