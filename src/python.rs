@@ -94,12 +94,20 @@ impl Simulation {
         Ok(Simulation { inner: sim::Simulation::new(&policies, window).map_err(value_err)? })
     }
 
-    #[pyo3(signature = (keys, ts_ns=None))]
-    fn feed(&mut self, py: Python<'_>, keys: PyReadonlyArray1<u64>, ts_ns: Option<PyReadonlyArray1<i64>>) -> PyResult<()> {
+    /// `sizes` (uint32, one per key), if given, are what capacities count (e.g. bytes); else every size is 1.
+    #[pyo3(signature = (keys, ts_ns=None, sizes=None))]
+    fn feed(
+        &mut self,
+        py: Python<'_>,
+        keys: PyReadonlyArray1<u64>,
+        ts_ns: Option<PyReadonlyArray1<i64>>,
+        sizes: Option<PyReadonlyArray1<u32>>,
+    ) -> PyResult<()> {
         let keys = keys.as_slice()?;
         let ts = ts_ns.as_ref().map(|t| t.as_slice()).transpose()?;
+        let sizes = sizes.as_ref().map(|s| s.as_slice()).transpose()?;
         let inner = &mut self.inner;
-        py.detach(|| inner.feed(keys, ts)).map_err(value_err)
+        py.detach(|| inner.feed_sized(keys, sizes, ts)).map_err(value_err)
     }
 
     #[getter]

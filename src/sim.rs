@@ -61,11 +61,22 @@ impl Simulation {
         Ok(Simulation { runs, window, lookups: 0, window_ts: Vec::new(), has_clock: None, last_ts: 0 })
     }
 
-    /// Feeds the next lookups in trace order. `ts_ns`, if given, holds one time per key.
+    /// Feeds the next lookups in trace order, each of size 1. `ts_ns`, if given, holds one time per key.
     pub fn feed(&mut self, keys: &[u64], ts_ns: Option<&[i64]>) -> Result<(), String> {
+        self.feed_sized(keys, None, ts_ns)
+    }
+
+    /// As `feed`, with one size per key when `sizes` is given (then capacities count those units, e.g.
+    /// bytes); `None` means every size is 1 and capacities count entries.
+    pub fn feed_sized(&mut self, keys: &[u64], sizes: Option<&[u32]>, ts_ns: Option<&[i64]>) -> Result<(), String> {
         if let Some(ts) = ts_ns {
             if ts.len() != keys.len() {
                 return Err(format!("{} timestamps for {} lookups", ts.len(), keys.len()));
+            }
+        }
+        if let Some(sizes) = sizes {
+            if sizes.len() != keys.len() {
+                return Err(format!("{} sizes for {} lookups", sizes.len(), keys.len()));
             }
         }
         let clocked = ts_ns.is_some() && !keys.is_empty();
@@ -80,12 +91,12 @@ impl Simulation {
         if self.runs.len() > 1 && keys.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 for run in self.runs.iter_mut() {
-                    s.spawn(move || run_batch(run, keys, start, window));
+                    s.spawn(move || run_batch(run, keys, sizes, start, window));
                 }
             });
         } else {
             for run in self.runs.iter_mut() {
-                run_batch(run, keys, start, window);
+                run_batch(run, keys, sizes, start, window);
             }
         }
         if let Some(ts) = ts_ns {
@@ -153,7 +164,7 @@ pub struct Timeline {
     pub hits: Vec<Vec<u64>>,
 }
 
-fn run_batch(run: &mut Run, keys: &[u64], start: u64, window: u64) {
+fn run_batch(run: &mut Run, keys: &[u64], sizes: Option<&[u32]>, start: u64, window: u64) {
     let Run { policy, hits, window_hits, open_window_hits, .. } = run;
     with_policy!(policy, p => {
         let mut pos = 0;
@@ -161,7 +172,10 @@ fn run_batch(run: &mut Run, keys: &[u64], start: u64, window: u64) {
         while pos < keys.len() {
             let to_boundary = (window - at % window) as usize;
             let end = keys.len().min(pos + to_boundary);
-            let h = count_hits(p, &keys[pos..end]);
+            let h = match sizes {
+                None => count_hits(p, &keys[pos..end]),
+                Some(sizes) => count_sized_hits(p, &keys[pos..end], &sizes[pos..end]),
+            };
             *hits += h;
             *open_window_hits += h;
             at += (end - pos) as u64;
@@ -180,6 +194,15 @@ fn count_hits<P: Policy>(policy: &mut P, keys: &[u64]) -> u64 {
     let mut hits = 0u64;
     for &k in keys {
         hits += policy.access(k, 1) as u64;
+    }
+    hits
+}
+
+#[inline(always)]
+fn count_sized_hits<P: Policy>(policy: &mut P, keys: &[u64], sizes: &[u32]) -> u64 {
+    let mut hits = 0u64;
+    for (&k, &size) in keys.iter().zip(sizes) {
+        hits += policy.access(k, size) as u64;
     }
     hits
 }
@@ -220,6 +243,17 @@ mod tests {
             assert_eq!(alone.timeline().hits[0], together.timeline().hits[i]);
         }
         assert!(together.timeline().ts.is_empty());
+    }
+
+    #[test]
+    fn sized_lookups_count_against_a_byte_capacity() {
+        let mut sim = Simulation::new(&[("fifo".into(), 10), ("lru".into(), 10)], 100).unwrap();
+        // 1 (6 bytes), 2 (4): full; 1 hits; 3 (5) evicts 1 in FIFO order but 2 in LRU order.
+        sim.feed_sized(&[1, 2, 1, 3, 2, 1], Some(&[6, 4, 6, 5, 4, 6]), None).unwrap();
+        // FIFO: m m h m(evicts 1) h m(evicts 2, 3)   LRU: m m h m(evicts 2, 1) m m(evicts 3)
+        assert_eq!(sim.runs()[0].hits(), 2);
+        assert_eq!(sim.runs()[1].hits(), 1);
+        assert!(sim.feed_sized(&[1, 2], Some(&[1]), None).is_err());
     }
 
     #[test]
