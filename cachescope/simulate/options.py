@@ -19,8 +19,8 @@ WRITE_MODES = ("ignore", "invalidate", "update")
 # frequency sketch's 8 bytes per entry of maximum size. 40+32+8+24+24+16+16+8 = 168.
 DEFAULT_ENTRY_OVERHEAD = 168
 
-_DURATION_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9,
-                   "d": 86400 * 10**9}
+_DURATION_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, "m": 60 * 10**9,
+                   "min": 60 * 10**9, "h": 3600 * 10**9, "hr": 3600 * 10**9, "d": 86400 * 10**9}
 
 
 def parse_duration(text) -> int:
@@ -28,7 +28,9 @@ def parse_duration(text) -> int:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         ns = int(text * 10**9)
     else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|ms|s|m|h|d)?\s*", str(text))
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text))
+        if m and m.group(2) not in ("", *_DURATION_UNITS):
+            m = None
         if not m:
             raise UsageError(f"duration {text!r} is not like 90s, 15m, 6h or 1d")
         ns = int(float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"])

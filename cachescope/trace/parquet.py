@@ -56,8 +56,7 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
             if ts is not None:
                 batch["ts_ns"] = ts
             if "value_size" in rb.schema.names:
-                vs = rb.column("value_size")
-                batch["value_sizes"] = pc.fill_null(vs, UNKNOWN_SIZE.item()).to_numpy().astype(np.uint32)
+                batch["value_sizes"] = _value_sizes(rb.column("value_size"), path, row0)
             yield batch
     except pa.ArrowException as e:
         raise TraceFormatError(f"{path}: corrupt Parquet data after row {rows_seen} ({e})") from None
@@ -114,6 +113,16 @@ def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int) ->
         keys = entities if granularity == "entity" else _native.hash_field_column(entities, offsets, data, valid)
     return {"keys": keys, "entities": entities, "fields": fields,
             "key_bytes": np.minimum(key_bytes, 2**32 - 1).astype(np.uint32)}
+
+
+def _value_sizes(column: pa.Array, path: str, row0: int) -> np.ndarray:
+    """uint32 sizes with nulls as UNKNOWN_SIZE; a negative or impossibly large size is an error."""
+    sizes = pc.fill_null(column.cast(pa.int64()), -1).to_numpy()
+    bad = np.flatnonzero((sizes < -1) | (sizes >= UNKNOWN_SIZE))
+    if len(bad) or (column.null_count == 0 and (sizes == -1).any()):
+        at = bad[0] if len(bad) else int(np.flatnonzero(sizes == -1)[0])
+        raise TraceFormatError(f"{path}: row {row0 + at}: value_size {sizes[at]} is not a size in bytes")
+    return np.where(sizes < 0, UNKNOWN_SIZE, sizes).astype(np.uint32)
 
 
 def _timestamps(rb: pa.RecordBatch, path: str):

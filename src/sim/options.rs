@@ -30,7 +30,7 @@ pub struct Options {
     pub writes: WriteMode,
     /// Entries expire this long after they were admitted (Caffeine's expireAfterWrite).
     pub ttl_ns: Option<i64>,
-    /// When set, only lookups whose field (or, without a field, whose key) hash is listed are cacheable.
+    /// When set, only lookups whose field hash is listed are cacheable (lookups without a field are not).
     pub allow: Option<KeySet>,
     /// (time, field hash), sorted by time: at that time every cached value of the field is evicted.
     pub refreshes: Vec<(i64, u64)>,

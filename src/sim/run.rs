@@ -243,10 +243,8 @@ impl RunState {
         }
         let value = ev.value_size(i);
         let known_value = if value == UNKNOWN_SIZE { 0 } else { value };
-        let cacheable = opts.allow.as_ref().is_none_or(|allow| {
-            let field = ev.field(i);
-            allow.contains(&if field == 0 { ev.entity(i) } else { field })
-        });
+        // An allow-list names features: a lookup without a field (GET) is never on it.
+        let cacheable = opts.allow.as_ref().is_none_or(|allow| allow.contains(&ev.field(i)));
         let hit = if cacheable {
             let size = match unit {
                 Unit::Entries => 1,
