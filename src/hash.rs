@@ -102,6 +102,15 @@ pub fn hash_field_column(key_hashes: &[u64], offsets: &[i64], data: &[u8], valid
         .collect()
 }
 
+/// Hash of each string of a nullable column (`key_hash`), 0 for a null: how fields are named by allow-lists
+/// and refresh schedules.
+pub fn hash_optional_column(offsets: &[i64], data: &[u8], valid: &[bool]) -> Result<Vec<u64>, String> {
+    if offsets.len() != valid.len() + 1 {
+        return Err("string and validity columns differ in length".into());
+    }
+    column_rows(offsets, data.len())?.zip(valid).map(|((a, b), &v)| Ok(if v { key_hash(&data[a..b]) } else { 0 })).collect()
+}
+
 fn column_rows(offsets: &[i64], data_len: usize) -> Result<impl Iterator<Item = (usize, usize)> + '_, String> {
     let sorted = offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1]);
     if offsets.is_empty() || !sorted || offsets[offsets.len() - 1] as usize > data_len {

@@ -13,7 +13,7 @@ use pyo3::types::PyDict;
 use crate::error::TraceError;
 use crate::hash;
 use crate::policy::POLICY_NAMES;
-use crate::sim;
+use crate::sim::{self, Events, Options, RunSpec, Unit, WriteMode};
 use crate::trace::{self, Granularity, TextFormat};
 
 create_exception!(_native, NativeTraceError, PyValueError, "A trace file that cannot be read: `path: line N: why`.");
@@ -49,20 +49,24 @@ impl TextReader {
         Ok(TextReader { inner: trace::TextReader::new(src, path, format, granularity(granularity_name)?) })
     }
 
-    /// The next lookups, at least `min_lookups` unless the trace ends: (keys uint64, ts_ns int64 or None),
-    /// or None at the end.
-    #[allow(clippy::type_complexity)]
-    fn next_batch<'py>(
-        &mut self,
-        py: Python<'py>,
-        min_lookups: usize,
-    ) -> PyResult<Option<(Bound<'py, PyArray1<u64>>, Option<Bound<'py, PyArray1<i64>>>)>> {
+    /// The next events, at least `min_events` unless the trace ends, as a dict of numpy columns (keys,
+    /// ops, entities, fields, key_bytes, reqs, and ts_ns when the format has a clock); None at the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>, min_events: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
         let inner = &mut self.inner;
-        let batch = py.detach(|| inner.next_batch(min_lookups)).map_err(trace_err)?;
-        Ok(batch.map(|b| {
-            let ts = (!b.ts_ns.is_empty()).then(|| b.ts_ns.into_pyarray(py));
-            (b.keys.into_pyarray(py), ts)
-        }))
+        let Some(b) = py.detach(|| inner.next_batch(min_events)).map_err(trace_err)? else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        if !b.ts_ns.is_empty() {
+            d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
+        }
+        d.set_item("keys", b.keys.into_pyarray(py))?;
+        d.set_item("ops", b.ops.into_pyarray(py))?;
+        d.set_item("entities", b.entities.into_pyarray(py))?;
+        d.set_item("fields", b.fields.into_pyarray(py))?;
+        d.set_item("key_bytes", b.key_bytes.into_pyarray(py))?;
+        d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        Ok(Some(d))
     }
 
     #[getter]
@@ -87,27 +91,90 @@ struct Simulation {
     inner: sim::Simulation,
 }
 
+/// A run as Python gives it: (policy, capacity) for entries, or (policy, capacity, entry_overhead or None).
+#[derive(FromPyObject)]
+enum RunArg {
+    Full(String, u64, Option<u32>),
+    Entries(String, u64),
+}
+
+fn write_mode(name: &str) -> PyResult<WriteMode> {
+    match name {
+        "ignore" => Ok(WriteMode::Ignore),
+        "invalidate" => Ok(WriteMode::Invalidate),
+        "update" => Ok(WriteMode::Update),
+        other => Err(value_err(format!("unknown write mode {other:?}; use ignore, invalidate or update"))),
+    }
+}
+
 #[pymethods]
 impl Simulation {
+    /// `runs`: (policy, capacity) or (policy, capacity, entry_overhead or None). No overhead means an
+    /// entry-count capacity; a number means a byte capacity whose entries weigh value + key + field +
+    /// overhead bytes.
     #[new]
-    fn new(policies: Vec<(String, u64)>, window: u64) -> PyResult<Self> {
-        Ok(Simulation { inner: sim::Simulation::new(&policies, window).map_err(value_err)? })
+    #[pyo3(signature = (runs, window, writes="ignore", ttl_ns=None, allow=None, refreshes=Vec::new(),
+                        restarts_at=Vec::new(), restart_every_ns=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        runs: Vec<RunArg>,
+        window: u64,
+        writes: &str,
+        ttl_ns: Option<i64>,
+        allow: Option<Vec<u64>>,
+        refreshes: Vec<(i64, u64)>,
+        restarts_at: Vec<i64>,
+        restart_every_ns: Option<i64>,
+    ) -> PyResult<Self> {
+        let specs: Vec<RunSpec> = runs
+            .into_iter()
+            .map(|run| match run {
+                RunArg::Full(policy, capacity, overhead) => RunSpec {
+                    policy,
+                    capacity,
+                    unit: overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead }),
+                },
+                RunArg::Entries(policy, capacity) => RunSpec { policy, capacity, unit: Unit::Entries },
+            })
+            .collect();
+        let opts = Options {
+            window,
+            writes: write_mode(writes)?,
+            ttl_ns,
+            allow: allow.map(|a| a.into_iter().collect()),
+            refreshes,
+            restarts_at,
+            restart_every_ns,
+        };
+        Ok(Simulation { inner: sim::Simulation::new(&specs, opts).map_err(value_err)? })
     }
 
-    /// `sizes` (uint32, one per key), if given, are what capacities count (e.g. bytes); else every size is 1.
-    #[pyo3(signature = (keys, ts_ns=None, sizes=None))]
+    #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None))]
+    #[allow(clippy::too_many_arguments)]
     fn feed(
         &mut self,
         py: Python<'_>,
         keys: PyReadonlyArray1<u64>,
         ts_ns: Option<PyReadonlyArray1<i64>>,
-        sizes: Option<PyReadonlyArray1<u32>>,
+        ops: Option<PyReadonlyArray1<u8>>,
+        entities: Option<PyReadonlyArray1<u64>>,
+        fields: Option<PyReadonlyArray1<u64>>,
+        value_sizes: Option<PyReadonlyArray1<u32>>,
+        key_bytes: Option<PyReadonlyArray1<u32>>,
+        reqs: Option<PyReadonlyArray1<u64>>,
     ) -> PyResult<()> {
-        let keys = keys.as_slice()?;
-        let ts = ts_ns.as_ref().map(|t| t.as_slice()).transpose()?;
-        let sizes = sizes.as_ref().map(|s| s.as_slice()).transpose()?;
+        let ev = Events {
+            keys: keys.as_slice()?,
+            ts_ns: ts_ns.as_ref().map(|a| a.as_slice()).transpose()?,
+            ops: ops.as_ref().map(|a| a.as_slice()).transpose()?,
+            entities: entities.as_ref().map(|a| a.as_slice()).transpose()?,
+            fields: fields.as_ref().map(|a| a.as_slice()).transpose()?,
+            value_sizes: value_sizes.as_ref().map(|a| a.as_slice()).transpose()?,
+            key_bytes: key_bytes.as_ref().map(|a| a.as_slice()).transpose()?,
+            reqs: reqs.as_ref().map(|a| a.as_slice()).transpose()?,
+        };
         let inner = &mut self.inner;
-        py.detach(|| inner.feed_sized(keys, sizes, ts)).map_err(value_err)
+        py.detach(|| inner.feed(&ev)).map_err(value_err)
     }
 
     #[getter]
@@ -115,20 +182,15 @@ impl Simulation {
         self.inner.lookups()
     }
 
-    /// One dict per policy run: name, capacity, hits, resident.
+    /// Unique keys looked up, if the simulation counted them apart from its runs (else None).
+    #[getter]
+    fn unique_reads(&self) -> Option<usize> {
+        self.inner.unique_reads()
+    }
+
+    /// One dict per run: policy, capacity, resident, every counter, and the restart times applied.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.inner
-            .runs()
-            .iter()
-            .map(|r| {
-                let d = PyDict::new(py);
-                d.set_item("policy", &r.name)?;
-                d.set_item("capacity", r.capacity)?;
-                d.set_item("hits", r.hits())?;
-                d.set_item("resident", r.resident())?;
-                Ok(d)
-            })
-            .collect()
+        self.inner.runs().iter().map(|r| run_dict(py, r)).collect()
     }
 
     /// (window_end uint64, ts_ns int64 or None, hits uint64[runs, windows]).
@@ -139,10 +201,40 @@ impl Simulation {
     ) -> PyResult<(Bound<'py, PyArray1<u64>>, Option<Bound<'py, PyArray1<i64>>>, Bound<'py, PyArray2<u64>>)> {
         let t = self.inner.timeline();
         let ts = self.inner.has_clock().then(|| t.ts.into_pyarray(py));
-        let hits = PyArray2::from_vec2(py, &t.hits).map_err(|e| value_err(e.to_string()))?;
-        let hits = if t.hits.is_empty() { PyArray2::zeros(py, [0, t.ends.len()], false) } else { hits };
+        let hits = if t.hits.is_empty() {
+            PyArray2::zeros(py, [0, t.ends.len()], false)
+        } else {
+            PyArray2::from_vec2(py, &t.hits).map_err(|e| value_err(e.to_string()))?
+        };
         Ok((t.ends.into_pyarray(py), ts, hits))
     }
+}
+
+fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> {
+    let c = r.counters();
+    let d = PyDict::new(py);
+    d.set_item("policy", &r.name)?;
+    d.set_item("capacity", r.capacity)?;
+    d.set_item("resident", r.resident())?;
+    for (name, value) in [
+        ("lookups", c.lookups),
+        ("hits", c.hits),
+        ("bytes_looked_up", c.bytes_looked_up),
+        ("bytes_hit", c.bytes_hit),
+        ("commands", c.commands),
+        ("commands_served", c.commands_served),
+        ("evictions", c.evictions),
+        ("invalidations", c.invalidations),
+        ("refresh_evictions", c.refresh_evictions),
+        ("expirations", c.expirations),
+        ("stale_reads", c.stale_reads),
+        ("uncacheable", c.uncacheable),
+        ("restarts", c.restarts),
+    ] {
+        d.set_item(name, value)?;
+    }
+    d.set_item("restart_times", r.restart_times().to_vec())?;
+    Ok(d)
 }
 
 #[pyfunction]
@@ -172,6 +264,30 @@ fn hash_field_column<'py>(
     Ok(py.detach(|| hash::hash_field_column(k, o, d, v)).map_err(value_err)?.into_pyarray(py))
 }
 
+#[pyfunction]
+fn hash_optional_column<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<i64>,
+    data: PyReadonlyArray1<u8>,
+    valid: PyReadonlyArray1<bool>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let (o, d, v) = (offsets.as_slice()?, data.as_slice()?, valid.as_slice()?);
+    Ok(py.detach(|| hash::hash_optional_column(o, d, v)).map_err(value_err)?.into_pyarray(py))
+}
+
+/// The hash the core gives a key or a field (as in the `fields` column of a batch).
+#[pyfunction]
+fn key_hash(data: &[u8]) -> u64 {
+    hash::key_hash(data)
+}
+
+/// xxHash32, how feature stores turn feature names into hash fields.
+#[pyfunction]
+#[pyo3(signature = (data, seed=0))]
+fn xxh32(data: &[u8], seed: u32) -> u32 {
+    xxhash_rust::xxh32::xxh32(data, seed)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TextReader>()?;
@@ -179,6 +295,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_optional_column, m)?)?;
+    m.add_function(wrap_pyfunction!(key_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(xxh32, m)?)?;
     m.add("NativeTraceError", m.py().get_type::<NativeTraceError>())?;
     m.add("POLICY_NAMES", POLICY_NAMES.to_vec())?;
     Ok(())

@@ -72,7 +72,7 @@ def test_huge_line_is_refused_without_reading_it_whole(tmp):
 
 @pytest.mark.parametrize("capacity,needle", [
     ("0", "at least 1"), ("-5", "not a number"), ("abc", "not a number"), ("1.5", "whole number"),
-    ("1e30", "maximum"), ("64MiB", "byte capacities"), ("10,,20", "empty item"),
+    ("1e30", "maximum"), ("64MiB", "need value sizes"), ("10,,20", "empty item"), ("5 parsecs", "not a number"),
 ])
 def test_bad_capacities(tmp, capacity, needle):
     path = tmp / "t.txt"
@@ -88,6 +88,21 @@ def test_usage_errors(tmp):
     assert_one_line_error(run_cli("simulate.py", path, "--lru", "10", "--window", "0"), "window")
     assert_one_line_error(run_cli("simulate.py", path, "--lru", "10", "--format", "xml"), "invalid choice")
     assert_one_line_error(run_cli("simulate.py"), "required")
+
+
+def test_bad_feature_store_options(tmp):
+    path = tmp / "t.monitor"
+    path.write_text('1700000000.1 [0 1.2.3.4:5] "HMGET" "st_1" "11"\n')
+    assert_one_line_error(run_cli("simulate.py", path, "--lru", "10", "--ttl", "soon"), "duration 'soon'")
+    schedule = tmp / "s.csv"
+    schedule.write_text("feature,time\n11,1700000000\n12,yesterday\n")
+    assert_one_line_error(run_cli("simulate.py", path, "--lru", "10", "--refresh-schedule", schedule),
+                          str(schedule), "line 3", "yesterday")
+    plain = tmp / "t.txt"
+    plain.write_text("HMGET st_1 11\n")
+    assert_one_line_error(run_cli("simulate.py", plain, "--lru", "10", "--restart-every", "1h"), "timestamps")
+    assert_one_line_error(run_cli("simulate.py", path, "--lru", "10", "--allow-list", tmp / "none.txt"),
+                          "none.txt")
 
 
 def test_parquet_without_a_key_column(tmp):

@@ -1,6 +1,7 @@
 """The command-line contract of DESIGN.md that outside tools rely on."""
 
 import json
+import re
 
 import pandas as pd
 
@@ -39,7 +40,7 @@ def test_human_summary_shows_each_capacity_and_the_bound(tmp):
     path, _ = write_monitor(tmp)
     proc = run_cli("simulate.py", path, "--lru", "10,100", check_rc=0)
     out = proc.stdout
-    assert "LRU 10 entries" in out and "LRU 100 entries" in out and "infinite (bound)" in out
+    assert re.search(r"^LRU 10 ", out, re.M) and re.search(r"^LRU 100 ", out, re.M) and "infinite (bound)" in out
     assert "%" in out and "unique keys" in out
 
 
@@ -62,3 +63,33 @@ def test_console_script_spelling(tmp):
     direct = run_cli("simulate.py", path, "--lru", "10", "--json", check_rc=0)
     via = run_cli("-m", "cachescope", "simulate", path, "--lru", "10", "--json", check_rc=0)
     assert json.loads(direct.stdout)["results"] == json.loads(via.stdout)["results"]
+
+
+def test_feature_store_options_from_the_command_line(tmp):
+    path, commands = write_monitor(tmp)
+    schedule = tmp / "refresh.csv"
+    field = next(fields[0] for cmd, _, fields in commands if cmd == "HMGET")
+    schedule.write_text(f"feature,time\n{field},1700000030\n")
+    allow = tmp / "allow.txt"
+    allow.write_text(f"# the features we cache\n{field}\n")
+    proc = run_cli("simulate.py", path, "--lru", "20,1e3", "--invalidate-on-write", "--ttl", "40s",
+                   "--refresh-schedule", schedule, "--restart-every", "1min", "--plot", tmp / "p.png",
+                   "--json", check_rc=0)
+    doc = json.loads(proc.stdout)
+    for row in doc["results"]:
+        assert row["restarts"] == 2  # 150 s of traffic, restarts at 60 s and 120 s
+        assert row["round_trips_saved"] <= row["commands"]
+        assert "byte_hit_rate" not in row  # an entry capacity has no byte metrics
+        assert len(row["recoveries_s"]) == 2
+    assert (tmp / "p.png").stat().st_size > 20_000
+    allowed = run_cli("simulate.py", path, "--lru", "1e3", "--allow-list", allow, "--json", check_rc=0)
+    row = json.loads(allowed.stdout)["results"][0]
+    assert row["uncacheable"] > 0 and row["hits"] > 0
+
+
+def test_byte_capacity_on_a_text_trace(tmp):
+    path, _ = write_monitor(tmp)
+    proc = run_cli("simulate.py", path, "--lru", "64KiB", "--assume-value-size", "100", "--json", check_rc=0)
+    row = json.loads(proc.stdout)["results"][0]
+    assert row["capacity"] == 65536 and row["capacity_unit"] == "bytes"
+    assert row["byte_hit_rate"] == row["hit_rate"]  # every value the same size

@@ -1,32 +1,45 @@
-"""Capacities as users write them: `100000`, `1e5`, `100k`, `1M`, or a comma list of those."""
+"""Capacities as users write them: entries (`100000`, `1e5`, `100k`, `1M`) or bytes (`64MiB`, `1.5GB`),
+one or a comma list."""
 
 from __future__ import annotations
 
 import math
 import re
+from typing import NamedTuple
 
 from cachescope.errors import UsageError
 
 MAX_ENTRIES = 2**32 - 2  # the Rust policies index nodes with u32
-_SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6, "g": 10**9, "G": 10**9}
-_BYTE_UNITS = re.compile(r"^[0-9.e+]+\s*([KMGT]i?B|B)$", re.IGNORECASE)
+MAX_BYTES = 2**48
+_COUNT_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_BYTE_SUFFIX = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][+]?[0-9]+)?)"
 
 
-def parse_capacity(text) -> int:
-    """One entry capacity; integers and floats (1e5) pass through the same checks as strings."""
+class Capacity(NamedTuple):
+    value: int
+    unit: str  # "entries" or "bytes"
+
+
+def parse_capacity(text) -> Capacity:
+    """One capacity; ints and floats (1e5) are entry counts and pass the same checks as strings."""
+    if isinstance(text, Capacity):
+        return text
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return _checked(float(text), str(text))
+        return Capacity(_checked(float(text), str(text), MAX_ENTRIES, "entries"), "entries")
     s = str(text).strip()
-    if _BYTE_UNITS.match(s):
-        raise UsageError(f"capacity {s!r}: byte capacities are not supported yet; give a number of entries")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+]?[0-9]+)?)\s*([kKmMgG]?)", s)
-    if not m:
-        raise UsageError(f"capacity {s!r} is not a number of entries (examples: 100000, 1e5, 100k, 1M)")
-    return _checked(float(m.group(1)) * _SUFFIX[m.group(2)], s)
+    m = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", s)
+    suffix = m.group(2).lower() if m else ""
+    if m and suffix in _COUNT_SUFFIX:
+        return Capacity(_checked(float(m.group(1)) * _COUNT_SUFFIX[suffix], s, MAX_ENTRIES, "entries"), "entries")
+    if m and suffix in _BYTE_SUFFIX:
+        return Capacity(_checked(float(m.group(1)) * _BYTE_SUFFIX[suffix], s, MAX_BYTES, "bytes"), "bytes")
+    raise UsageError(f"capacity {s!r} is not a number of entries (100000, 1e5, 100k, 1M) nor of bytes (64MiB, 2GB)")
 
 
-def parse_capacities(value) -> list[int]:
-    """A comma list (`1e4,1e5`), or an iterable of capacities, in the order given, without duplicates."""
+def parse_capacities(value) -> list[Capacity]:
+    """A comma list (`1e4,1e5`, `64MiB,256MiB`), or an iterable of capacities, in order, without duplicates."""
     if isinstance(value, str):
         items = value.split(",")
     elif isinstance(value, (int, float)):
@@ -38,11 +51,11 @@ def parse_capacities(value) -> list[int]:
     return list(dict.fromkeys(parse_capacity(i) for i in items))
 
 
-def _checked(x: float, shown: str) -> int:
+def _checked(x: float, shown: str, maximum: int, unit: str) -> int:
     if not math.isfinite(x) or x != int(x):
-        raise UsageError(f"capacity {shown!r} is not a whole number of entries")
+        raise UsageError(f"capacity {shown!r} is not a whole number of {unit}")
     if x < 1:
-        raise UsageError(f"capacity {shown!r} must be at least 1 entry")
-    if x > MAX_ENTRIES:
-        raise UsageError(f"capacity {shown!r} is more than the maximum of {MAX_ENTRIES:,} entries")
+        raise UsageError(f"capacity {shown!r} must be at least 1")
+    if x > maximum:
+        raise UsageError(f"capacity {shown!r} is more than the maximum of {maximum:,} {unit}")
     return int(x)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import parse_capacities
 from cachescope.simulate.registry import INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
@@ -20,33 +23,68 @@ def simulate_trace(
     format: str | None = None,
     granularity: str = "field",
     window: int = DEFAULT_WINDOW,
+    writes: str = "ignore",
+    ttl=None,
+    restart_every=None,
+    restart_at=(),
+    refresh_schedule=None,
+    allow_list=None,
+    entry_overhead: int = opt.DEFAULT_ENTRY_OVERHEAD,
+    assume_value_size: int | None = None,
     progress: bool = False,
     **capacities,
 ) -> SimulationResult:
-    """Simulates each registered policy named in `capacities` (e.g. `lru="1e4,1e5"` or `lru=[10_000]`) over
-    `trace` (a path or an open TraceSource), next to the infinite cache that bounds them all.
+    """Simulates each registered policy named in `capacities` (`lru="1e4,1e5"`, `lru=[10_000]`,
+    `lru="64MiB"`) over `trace` (a path or an open TraceSource), next to the infinite cache that bounds them.
 
-    `window` is the number of lookups per timeline point; `progress` draws a bar on stderr for long traces.
+    - `window`: lookups per timeline point.
+    - `writes`: what writes and deletes in the trace do to cached entries: "ignore" (they go stale; stale
+      reads are counted), "invalidate" (removed), "update" (writes refresh in place, deletes remove).
+    - `ttl`: entries expire this long after admission (`"10m"`, or seconds).
+    - `restart_every` (`"6h"`) and `restart_at` (unix seconds or ISO times): every cache restarts empty.
+    - `refresh_schedule`: a CSV of `feature,time` (or (feature, time) pairs): at that time every cached value
+      of the feature is evicted, as a batch upload does.
+    - `allow_list`: a file or iterable of feature names / xxHash32 ids; other features are never cached.
+    - byte capacities weigh an entry as value + key + field + `entry_overhead` bytes; traces without value
+      sizes (text formats) need `assume_value_size`.
+    - `progress` draws a bar on stderr for long traces.
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity)
     runs = _requested_runs(capacities)
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
-    sim = _native.Simulation(runs + [(INFINITE.name, 0)], window)
+    if writes not in opt.WRITE_MODES:
+        raise UsageError(f"writes {writes!r}: choose from {', '.join(opt.WRITE_MODES)}")
+    if not isinstance(entry_overhead, int) or not 0 <= entry_overhead < 2**32:
+        raise UsageError(f"entry overhead {entry_overhead!r} must be a whole number of bytes")
+    restarts = [opt.parse_time(t) for t in ([restart_at] if isinstance(restart_at, str) else restart_at)]
+    sim = _native.Simulation(
+        [(p, c.value, entry_overhead if c.unit == "bytes" else None) for p, c in runs] + [(INFINITE.name, 1, None)],
+        window,
+        writes=writes,
+        ttl_ns=None if ttl is None else opt.parse_duration(ttl),
+        allow=None if allow_list is None else opt.read_allow_list(allow_list),
+        refreshes=[] if refresh_schedule is None else opt.read_refresh_schedule(refresh_schedule),
+        restarts_at=restarts,
+        restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
+    )
+    needs_sizes = any(c.unit == "bytes" for _, c in runs)
     first_ts = None
     with _progress_bar(source, progress) as bar:
-        for keys, ts in source.batches():
-            if first_ts is None and ts is not None and len(ts):
-                first_ts = int(ts[0])
+        for batch in source.batches():
+            if needs_sizes and "value_sizes" not in batch:
+                batch["value_sizes"] = _assumed_sizes(source, batch, assume_value_size)
+            if first_ts is None and "ts_ns" in batch:
+                first_ts = int(batch["ts_ns"][0])
             try:
-                sim.feed(keys, ts)
+                sim.feed(**batch)
             except ValueError as e:
                 raise TraceFormatError(f"{source.path}: {e}") from None
             bar.update(source.bytes_read - bar.n)
-    return SimulationResult.from_simulation(source, sim, window, first_ts)
+    return SimulationResult.from_simulation(source, sim, window, first_ts, runs)
 
 
-def _requested_runs(capacities: dict) -> list[tuple[str, int]]:
+def _requested_runs(capacities: dict) -> list:
     unknown = sorted(set(capacities) - set(POLICIES))
     if unknown:
         raise UsageError(f"unknown policy {unknown[0]!r}; registered: {', '.join(POLICIES)}")
@@ -54,6 +92,17 @@ def _requested_runs(capacities: dict) -> list[tuple[str, int]]:
     if not runs:
         raise UsageError(f"no policy to simulate: give at least one of {', '.join(s.flag for s in POLICIES.values())}")
     return runs
+
+
+def _assumed_sizes(source, batch, assume_value_size):
+    if assume_value_size is None:
+        raise UsageError(
+            f"{source.path}: byte capacities need value sizes, and this {source.format} trace has none "
+            "(use a Parquet trace parsed from a capture, or --assume-value-size BYTES)"
+        )
+    if not isinstance(assume_value_size, int) or not 0 <= assume_value_size < 2**32 - 1:
+        raise UsageError(f"assumed value size {assume_value_size!r} must be a whole number of bytes")
+    return np.full(len(batch["keys"]), assume_value_size, dtype=np.uint32)
 
 
 def _progress_bar(source: TraceSource, enabled: bool):

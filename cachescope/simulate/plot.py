@@ -20,13 +20,15 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     if ax is None:
         ax = Figure(figsize=(10, 5.5), dpi=120).subplots()
     fig = ax.figure
-    for (policy, capacity), run in tl.groupby(["policy", "capacity"], sort=False, dropna=False):
+    units = dict(enumerate(result.summary["capacity_unit"]))
+    for index, run in tl.groupby("run", sort=True):
+        policy, capacity = run["policy"].iloc[0], run["capacity"].iloc[0]
         final = run["cumulative_hit_rate"].iloc[-1] * 100
         is_bound = policy == INFINITE.name
         ax.plot(
             run[x_col] / x_scale,
             run["hit_rate"] * 100,
-            label=f"{'infinite (bound)' if is_bound else label(policy, capacity)}: {final:.1f}% overall",
+            label=f"{'infinite (bound)' if is_bound else label(policy, capacity, units[index])}: {final:.1f}% overall",
             color="0.45" if is_bound else None,
             linestyle="--" if is_bound else "-",
             linewidth=1.2 if is_bound else 1.6,
@@ -39,11 +41,20 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     trace_name = os.path.basename(result.trace.path)
     ax.set_title(title or f"Cache hit rate over time: {trace_name} ({result.trace.lookups:,} lookups)")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize=9, title="cache (entries)", title_fontsize=9)
+    ax.legend(loc="best", fontsize=9)
+    for restart in _restart_offsets(result, x_scale):
+        ax.axvline(restart, color="0.6", linewidth=0.8, linestyle=":")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path)
     return fig
+
+
+def _restart_offsets(result, x_scale):
+    """Where the caches restarted, on the time axis (a dotted line each)."""
+    if not result.has_clock or "restarts" not in result.summary or not len(result.summary):
+        return []
+    return [(t - result.first_ts) / 1e9 / x_scale for t in result.restart_times]
 
 
 def _x_axis(result):

@@ -18,7 +18,10 @@ class SimulationResult:
     `timeline`: one row per policy, capacity and window of `window` lookups."""
 
     def __init__(self, trace: TraceInfo, unique_keys: int, summary: pd.DataFrame, infinite: dict,
-                 timeline: pd.DataFrame, window: int, has_clock: bool, granularity: str):
+                 timeline: pd.DataFrame, window: int, has_clock: bool, granularity: str,
+                 first_ts: int | None = None, restart_times: list[int] = ()):
+        self.first_ts = first_ts
+        self.restart_times = list(restart_times)
         self.trace = trace
         self.unique_keys = unique_keys
         self.summary = summary
@@ -29,27 +32,23 @@ class SimulationResult:
         self.granularity = granularity
 
     @classmethod
-    def from_simulation(cls, source, sim, window: int, first_ts: int | None) -> "SimulationResult":
-        lookups = sim.lookups
-        rows = [
-            {
-                "policy": r["policy"],
-                "capacity": r["capacity"],
-                "capacity_unit": "entries",
-                "lookups": lookups,
-                "hits": r["hits"],
-                "misses": lookups - r["hits"],
-                "hit_rate": _rate(r["hits"], lookups),
-                "resident": r["resident"],
-            }
-            for r in sim.results()
-        ]
-        bound = rows.pop()  # the infinite cache is always the last run
-        infinite = {k: bound[k] for k in ("lookups", "hits", "misses", "hit_rate")}
+    def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs) -> "SimulationResult":
+        native = sim.results()
+        bound = native.pop()  # the infinite cache is always the last run
+        rows = [_summary_row(r, cap.unit) for r, (_, cap) in zip(native, runs)]
+        infinite = {k: v for k, v in _summary_row(bound, "entries").items()
+                    if k in ("lookups", "hits", "misses", "hit_rate", "command_hit_rate")}
         ends, ts, hits = sim.timeline()
-        timeline = _timeline_frame(rows + [bound], ends, ts, hits, first_ts)
-        return cls(source.info, bound["resident"], pd.DataFrame(rows), infinite, timeline, window,
-                   ts is not None, source.granularity)
+        timeline = _timeline_frame(rows + [dict(bound, policy=INFINITE.name)], ends, ts, hits, first_ts)
+        summary = pd.DataFrame(rows)
+        restarts = list(bound["restart_times"])  # the same for every run
+        if ts is not None and len(summary):
+            from cachescope.simulate.recovery import recovery_columns
+
+            summary = summary.join(recovery_columns(timeline, summary, first_ts, restarts))
+        unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
+        return cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
+                   source.granularity, first_ts, restarts)
 
     def to_json(self) -> dict:
         """The document `simulate.py --json` prints (contract in DESIGN.md)."""
@@ -64,7 +63,7 @@ class SimulationResult:
             "other_commands": self.trace.other_commands,
             "granularity": self.granularity,
         }
-        results = [{k: _plain(v) for k, v in row.items()} for row in self.summary.to_dict("records")]
+        results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary.to_dict("records")]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         return {"trace": trace, "results": results, "infinite": infinite, "window": self.window}
 
@@ -79,14 +78,42 @@ class SimulationResult:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"
 
 
+_COUNTERS = ("evictions", "invalidations", "refresh_evictions", "expirations", "stale_reads", "uncacheable",
+             "restarts")
+
+
+def _summary_row(r: dict, unit: str) -> dict:
+    """One run's numbers, each with its unit: a byte capacity also gets a byte hit rate, an entry capacity not."""
+    row = {
+        "policy": r["policy"],
+        "capacity": r["capacity"],
+        "capacity_unit": unit,
+        "lookups": r["lookups"],
+        "hits": r["hits"],
+        "misses": r["lookups"] - r["hits"],
+        "hit_rate": _rate(r["hits"], r["lookups"]),
+    }
+    if unit == "bytes":
+        row["bytes_looked_up"] = r["bytes_looked_up"]
+        row["bytes_hit"] = r["bytes_hit"]
+        row["byte_hit_rate"] = _rate(r["bytes_hit"], r["bytes_looked_up"])
+    row["commands"] = r["commands"]
+    row["round_trips_saved"] = r["commands_served"]
+    row["command_hit_rate"] = _rate(r["commands_served"], r["commands"])
+    row["resident"] = r["resident"]
+    row.update({k: r[k] for k in _COUNTERS})
+    return row
+
+
 def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts) -> pd.DataFrame:
     window_lookups = np.diff(ends, prepend=np.uint64(0)).astype(np.int64)
     frames = []
-    for run, run_hits in zip(runs, hits):
+    for index, (run, run_hits) in enumerate(zip(runs, hits)):
         run_hits = run_hits.astype(np.int64)
         cumulative = np.cumsum(run_hits)
         frame = pd.DataFrame(
             {
+                "run": index,  # the summary row (the infinite cache: one past the last)
                 "policy": run["policy"],
                 "capacity": run["capacity"] if run["policy"] != INFINITE.name else pd.NA,
                 "window": np.arange(len(ends)),
@@ -111,9 +138,25 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def label(policy: str, capacity) -> str:
+def _missing(v) -> bool:
+    """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null."""
+    return not isinstance(v, (list, tuple)) and pd.isna(v)
+
+
+def label(policy: str, capacity, unit: str = "entries") -> str:
+    """`LRU 100k` for entries, `LRU 64 MiB` for bytes."""
     spec = POLICIES.get(policy, INFINITE)
-    return spec.label if capacity is None or pd.isna(capacity) else f"{spec.label} {human_count(capacity)}"
+    if capacity is None or pd.isna(capacity):
+        return spec.label
+    return f"{spec.label} {human_bytes(capacity) if unit == 'bytes' else human_count(capacity)}"
+
+
+def human_bytes(n) -> str:
+    n = int(n)
+    for shift, suffix in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):g} {suffix}" if n % (1 << (shift - 10)) == 0 else f"{n / (1 << shift):.1f} {suffix}"
+    return f"{n} B"
 
 
 def human_count(n) -> str:

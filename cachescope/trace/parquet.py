@@ -13,11 +13,14 @@ import pyarrow.parquet as pq
 from cachescope import _native
 from cachescope.errors import TraceFormatError
 
-_COLUMNS = ("op", "key", "field", "ts_ns", "req")
+_COLUMNS = ("op", "key", "field", "ts_ns", "req", "value_size")
+_OP_CODES = {"read": 0, "write": 1, "delete": 2}
+UNKNOWN_SIZE = np.uint32(2**32 - 1)
 
 
-def read_parquet_batches(src, batch_lookups: int) -> Iterator[tuple]:
-    """Yields (keys, ts_ns or None) for the read rows of `src`'s Parquet file and fills `src.info`."""
+def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
+    """Yields event batches (see readers.py) for the read, write and delete rows of `src`'s Parquet file,
+    and fills `src.info`."""
     path = src.path
     try:
         pf = pq.ParquetFile(path)
@@ -29,53 +32,97 @@ def read_parquet_batches(src, batch_lookups: int) -> Iterator[tuple]:
     columns = [c for c in _COLUMNS if c in names]
     total_rows = max(pf.metadata.num_rows, 1)
     rows_seen = 0
-    last_req = None
+    commands = _CommandCounter()
     info = src.info
     try:
-        for rb in pf.iter_batches(batch_size=batch_lookups, columns=columns):
+        for rb in pf.iter_batches(batch_size=batch_events, columns=columns):
             row0 = rows_seen
             rows_seen += rb.num_rows
             src._bytes_read = src.size_bytes * rows_seen // total_rows
-            if "req" in columns:
-                req = rb.column("req").to_numpy(zero_copy_only=False)
-                changes = int(np.count_nonzero(req[1:] != req[:-1])) if len(req) else 0
-                info.commands += changes + int(len(req) > 0 and req[0] != last_req)
-                last_req = req[-1] if len(req) else last_req
-            else:
-                info.commands += rb.num_rows
-            reads = _count_ops(rb, info) if "op" in columns else None
-            if reads is not None:
-                rb = rb.filter(reads)
+            reqs = commands.add(rb)
+            info.commands = commands.count
+            ops = _op_codes(rb)
+            keep = ops <= 2
+            if not keep.all():
+                rb, ops, reqs = rb.filter(pa.array(keep)), ops[keep], reqs[keep]
             if rb.num_rows == 0:
                 continue
-            info.lookups += rb.num_rows
-            yield _cache_keys(rb, src.granularity, path, row0), _timestamps(rb, path)
+            info.lookups += int(np.count_nonzero(ops == 0))
+            info.writes += int(np.count_nonzero(ops == 1))
+            info.deletes += int(np.count_nonzero(ops == 2))
+            batch = _hash_columns(rb, src.granularity, path, row0)
+            batch.update(ops=ops, reqs=reqs)
+            ts = _timestamps(rb, path)
+            if ts is not None:
+                batch["ts_ns"] = ts
+            if "value_size" in rb.schema.names:
+                batch["value_sizes"] = _value_sizes(rb.column("value_size"), path, row0)
+            yield batch
     except pa.ArrowException as e:
         raise TraceFormatError(f"{path}: corrupt Parquet data after row {rows_seen} ({e})") from None
     if info.commands == 0:
         raise TraceFormatError(f"{path}: empty trace: no commands")
 
 
-def _count_ops(rb: pa.RecordBatch, info) -> pa.Array:
-    """Counts writes and deletes into `info`; returns the mask of read rows."""
+class _CommandCounter:
+    """Counts commands across batches from `req` (all rows of one command share it), or one per row."""
+
+    def __init__(self):
+        self.count = 0
+        self.last = None
+
+    def add(self, rb: pa.RecordBatch) -> np.ndarray:
+        if "req" not in rb.schema.names:
+            reqs = np.arange(self.count, self.count + rb.num_rows, dtype=np.uint64)
+            self.count += rb.num_rows
+            return reqs
+        reqs = rb.column("req").to_numpy(zero_copy_only=False).astype(np.uint64)
+        if len(reqs):
+            self.count += int(np.count_nonzero(reqs[1:] != reqs[:-1])) + int(reqs[0] != self.last)
+            self.last = reqs[-1]
+        return reqs
+
+
+def _op_codes(rb: pa.RecordBatch) -> np.ndarray:
+    """0 read, 1 write, 2 delete, 3 anything else (dropped); all reads when the trace has no `op` column."""
+    if "op" not in rb.schema.names:
+        return np.zeros(rb.num_rows, dtype=np.uint8)
     op = rb.column("op")
     if pa.types.is_dictionary(op.type):
         op = op.dictionary_decode()
-    info.writes += pc.sum(pc.equal(op, "write")).as_py() or 0
-    info.deletes += pc.sum(pc.equal(op, "delete")).as_py() or 0
-    return pc.fill_null(pc.equal(op, "read"), False)
+    codes = np.full(rb.num_rows, 3, dtype=np.uint8)
+    for name, code in _OP_CODES.items():
+        codes[pc.fill_null(pc.equal(op, name), False).to_numpy(zero_copy_only=False)] = code
+    return codes
 
 
-def _cache_keys(rb: pa.RecordBatch, granularity: str, path: str, row0: int) -> np.ndarray:
+def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int) -> dict:
     key = rb.column("key")
     if key.null_count:
-        raise TraceFormatError(f"{path}: row group at row {row0}: null key in a read row")
-    offsets, data, _ = _string_buffers(key)
-    keys = _native.hash_string_column(offsets, data)
-    if granularity == "entity" or "field" not in rb.schema.names:
-        return keys
-    offsets, data, valid = _string_buffers(rb.column("field"))
-    return _native.hash_field_column(keys, offsets, data, valid)
+        raise TraceFormatError(f"{path}: row group at row {row0}: null key")
+    key_offsets, key_data, _ = _string_buffers(key)
+    entities = _native.hash_string_column(key_offsets, key_data)
+    key_bytes = np.diff(key_offsets)
+    if "field" not in rb.schema.names:
+        fields = np.zeros(len(entities), dtype=np.uint64)
+        keys = entities
+    else:
+        offsets, data, valid = _string_buffers(rb.column("field"))
+        fields = _native.hash_optional_column(offsets, data, valid)
+        key_bytes = key_bytes + np.diff(offsets)
+        keys = entities if granularity == "entity" else _native.hash_field_column(entities, offsets, data, valid)
+    return {"keys": keys, "entities": entities, "fields": fields,
+            "key_bytes": np.minimum(key_bytes, 2**32 - 1).astype(np.uint32)}
+
+
+def _value_sizes(column: pa.Array, path: str, row0: int) -> np.ndarray:
+    """uint32 sizes with nulls as UNKNOWN_SIZE; a negative or impossibly large size is an error."""
+    sizes = pc.fill_null(column.cast(pa.int64()), -1).to_numpy()
+    bad = np.flatnonzero((sizes < -1) | (sizes >= UNKNOWN_SIZE))
+    if len(bad) or (column.null_count == 0 and (sizes == -1).any()):
+        at = bad[0] if len(bad) else int(np.flatnonzero(sizes == -1)[0])
+        raise TraceFormatError(f"{path}: row {row0 + at}: value_size {sizes[at]} is not a size in bytes")
+    return np.where(sizes < 0, UNKNOWN_SIZE, sizes).astype(np.uint32)
 
 
 def _timestamps(rb: pa.RecordBatch, path: str):
@@ -85,7 +132,7 @@ def _timestamps(rb: pa.RecordBatch, path: str):
     if ts.null_count == len(ts):
         return None
     if ts.null_count:
-        raise TraceFormatError(f"{path}: ts_ns is null in some read rows but not others")
+        raise TraceFormatError(f"{path}: ts_ns is null in some rows but not others")
     return ts.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
 
 

@@ -1,13 +1,14 @@
-"""Trace readers: any supported trace as a stream of lookup batches (hashed cache keys, and times when the
-trace has a clock). Batches are numpy arrays made in Rust, so a trace never becomes Python objects a lookup
-at a time, and memory stays at one batch whatever the file's size.
+"""Trace readers: any supported trace as a stream of event batches. A batch is a dict of numpy columns made
+in Rust (the `Events` of the core: `keys` (hashed cache keys), `ops`, `entities`, `fields`, `key_bytes`,
+`reqs`, and `ts_ns` / `value_sizes` when the trace has them), so a trace never becomes Python objects a
+lookup at a time, and memory stays at one batch whatever the file's size.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Iterator, Optional, Tuple
+from typing import Dict, Iterator
 
 import numpy as np
 
@@ -15,10 +16,10 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.trace.formats import TEXT_FORMATS, detect_format
 
-BATCH_LOOKUPS = 1 << 20
+BATCH_EVENTS = 1 << 20
 GRANULARITIES = ("field", "entity")
 
-Batch = Tuple[np.ndarray, Optional[np.ndarray]]
+Batch = Dict[str, np.ndarray]
 
 
 @dataclass
@@ -55,16 +56,16 @@ class TraceSource:
         """How far reading has got, for progress bars."""
         return self._bytes_read
 
-    def batches(self, batch_lookups: int = BATCH_LOOKUPS) -> Iterator[Batch]:
+    def batches(self, batch_events: int = BATCH_EVENTS) -> Iterator[Batch]:
         if self.format in TEXT_FORMATS:
-            return self._text_batches(batch_lookups)
-        return self._parquet_batches(batch_lookups)
+            return self._text_batches(batch_events)
+        return self._parquet_batches(batch_events)
 
-    def _text_batches(self, batch_lookups: int) -> Iterator[Batch]:
+    def _text_batches(self, batch_events: int) -> Iterator[Batch]:
         reader = _native.TextReader(self.path, self.format, self.granularity)
         while True:
             try:
-                batch = reader.next_batch(batch_lookups)
+                batch = reader.next_batch(batch_events)
             except _native.NativeTraceError as e:
                 raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
             self._bytes_read = reader.bytes_read
@@ -74,10 +75,10 @@ class TraceSource:
                 return
             yield batch
 
-    def _parquet_batches(self, batch_lookups: int) -> Iterator[Batch]:
+    def _parquet_batches(self, batch_events: int) -> Iterator[Batch]:
         from cachescope.trace.parquet import read_parquet_batches
 
-        yield from read_parquet_batches(self, batch_lookups)
+        yield from read_parquet_batches(self, batch_events)
 
 
 def open_trace(path: str, format: str | None = None, granularity: str = "field") -> TraceSource:

@@ -27,13 +27,53 @@ pub struct TraceStats {
     pub other_commands: u64,
 }
 
-/// The lookups of a stretch of the trace, in order.
+/// The events (lookups, writes, deletes) of a stretch of the trace, in order, as columns.
 #[derive(Debug, Default)]
 pub struct Batch {
-    /// The cache key of each lookup (see `hash`).
+    /// The cache key of each event (see `hash`): `(key, field)` or, at entity granularity or without a
+    /// field, the key alone.
     pub keys: Vec<u64>,
-    /// Capture time of each lookup's command, ns since the epoch; empty when the format has no clock.
+    /// `Op` of each event as u8 (`OP_READ`, `OP_WRITE`, `OP_DELETE`).
+    pub ops: Vec<u8>,
+    /// Hash of the Redis key alone: writes and deletes of a whole key reach every field cached under it.
+    pub entities: Vec<u64>,
+    /// Hash of the field alone (`key_hash(field)`), 0 without a field: what allow-lists and refresh
+    /// schedules name.
+    pub fields: Vec<u64>,
+    /// Bytes of key plus field, for the per-entry memory estimate.
+    pub key_bytes: Vec<u32>,
+    /// Index of the event's command in the trace: the lookups of one HMGET share it.
+    pub reqs: Vec<u64>,
+    /// Capture time of each event's command, ns since the epoch; empty when the format has no clock.
     pub ts_ns: Vec<i64>,
+}
+
+pub const OP_READ: u8 = 0;
+pub const OP_WRITE: u8 = 1;
+pub const OP_DELETE: u8 = 2;
+
+impl Batch {
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn push(&mut self, op: u8, key: &[u8], field: Option<&[u8]>, granularity: Granularity, req: u64) {
+        let entity = key_hash(key);
+        let (cache_key, field_id, field_len) = match field {
+            Some(f) if granularity == Granularity::Field => (field_hash(entity, f), key_hash(f), f.len()),
+            Some(f) => (entity, key_hash(f), f.len()),
+            None => (entity, 0, 0),
+        };
+        self.keys.push(cache_key);
+        self.ops.push(op);
+        self.entities.push(entity);
+        self.fields.push(field_id);
+        self.key_bytes.push((key.len() + field_len).min(u32::MAX as usize) as u32);
+        self.reqs.push(req);
+    }
 }
 
 pub struct TextReader<R> {
@@ -74,11 +114,11 @@ impl<R: BufRead> TextReader<R> {
         self.bytes_read
     }
 
-    /// Reads lines until the batch holds at least `min_lookups` lookups or the trace ends; None at the end.
+    /// Reads lines until the batch holds at least `min_events` events or the trace ends; None at the end.
     /// An empty trace (no command at all) is an error rather than a zero hit rate.
-    pub fn next_batch(&mut self, min_lookups: usize) -> Result<Option<Batch>, TraceError> {
+    pub fn next_batch(&mut self, min_events: usize) -> Result<Option<Batch>, TraceError> {
         let mut batch = Batch::default();
-        while batch.keys.len() < min_lookups {
+        while batch.keys.len() < min_events {
             if !self.read_line()? {
                 break;
             }
@@ -147,7 +187,7 @@ impl<R: BufRead> TextReader<R> {
         }
         self.stats.commands += 1;
         self.stats.lookups += 1;
-        batch.keys.push(key_hash(key));
+        batch.push(OP_READ, key, None, self.granularity, self.stats.commands - 1);
     }
 
     /// `1700000000.123456 [0 10.1.2.3:51234] "HMGET" "st_1" "2496559762"`. The first line of a
@@ -198,19 +238,26 @@ impl<R: BufRead> TextReader<R> {
             )));
         }
         self.stats.commands += 1;
-        let keys = cache_keys(info.shape, args, self.granularity).map_err(|e| self.error(e))?;
-        let n = keys.len() as u64;
-        match info.op {
-            Op::Read => {
-                self.stats.lookups += n;
-                batch.keys.extend_from_slice(&keys);
-                if let Some(ts) = ts {
-                    batch.ts_ns.resize(batch.keys.len(), ts);
-                }
+        let req = self.stats.commands - 1;
+        let op = match info.op {
+            Op::Read => OP_READ,
+            Op::Write => OP_WRITE,
+            Op::Delete => OP_DELETE,
+            Op::Other => {
+                self.stats.other_commands += 1;
+                return Ok(());
             }
+        };
+        let before = batch.len();
+        push_events(info.shape, op, args, self.granularity, req, batch).map_err(|e| self.error(e))?;
+        let n = (batch.len() - before) as u64;
+        match info.op {
+            Op::Read => self.stats.lookups += n,
             Op::Write => self.stats.writes += n,
-            Op::Delete => self.stats.deletes += n,
-            Op::Other => self.stats.other_commands += 1,
+            _ => self.stats.deletes += n,
+        }
+        if let Some(ts) = ts {
+            batch.ts_ns.resize(batch.len(), ts);
         }
         Ok(())
     }
@@ -219,34 +266,28 @@ impl<R: BufRead> TextReader<R> {
 const MONITOR_SHAPE: &str =
     "not a MONITOR line (expected `<unix time> [<db> <client>] \"CMD\" \"arg\" ...`)";
 
-/// The cache keys a command names, by its shape.
-fn cache_keys(shape: Shape, args: &[&[u8]], granularity: Granularity) -> Result<Vec<u64>, String> {
-    let field_key = |key: &[u8], field: &[u8]| {
-        let k = key_hash(key);
-        match granularity {
-            Granularity::Field => field_hash(k, field),
-            Granularity::Entity => k,
-        }
-    };
-    Ok(match shape {
-        Shape::Key | Shape::KeyThenArgs => vec![key_hash(args[0])],
-        Shape::Keys => args.iter().map(|k| key_hash(k)).collect(),
+/// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
+fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch) -> Result<(), String> {
+    match shape {
+        Shape::Key | Shape::KeyThenArgs => batch.push(op, args[0], None, g, req),
+        Shape::Keys => args.iter().for_each(|k| batch.push(op, k, None, g, req)),
         Shape::KeyValuePairs => {
             if args.len() % 2 != 0 {
                 return Err("expected key value pairs".into());
             }
-            args.iter().step_by(2).map(|k| key_hash(k)).collect()
+            args.iter().step_by(2).for_each(|k| batch.push(op, k, None, g, req));
         }
-        Shape::KeyFields => args[1..].iter().map(|f| field_key(args[0], f)).collect(),
+        Shape::KeyFields => args[1..].iter().for_each(|f| batch.push(op, args[0], Some(f), g, req)),
         Shape::KeyFieldValuePairs => {
             if args.len() % 2 != 1 {
                 return Err("expected a key then field value pairs".into());
             }
-            args[1..].iter().step_by(2).map(|f| field_key(args[0], f)).collect()
+            args[1..].iter().step_by(2).for_each(|f| batch.push(op, args[0], Some(f), g, req));
         }
-        Shape::KeyFieldArg => vec![field_key(args[0], args[1])],
-        Shape::NoKeys => Vec::new(),
-    })
+        Shape::KeyFieldArg => batch.push(op, args[0], Some(args[1]), g, req),
+        Shape::NoKeys => {}
+    }
+    Ok(())
 }
 
 /// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch.
@@ -283,14 +324,42 @@ fn printable(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// The read events' keys and times, and the stats.
     fn read(text: &str, format: TextFormat) -> Result<(Vec<u64>, Vec<i64>, TraceStats), TraceError> {
-        let mut r = TextReader::new(text.as_bytes(), "t.txt", format, Granularity::Field);
+        let (batches, stats) = read_all(text, format)?;
         let (mut keys, mut ts) = (Vec::new(), Vec::new());
-        while let Some(b) = r.next_batch(2)? {
-            keys.extend(b.keys);
-            ts.extend(b.ts_ns);
+        for b in batches {
+            for i in 0..b.len() {
+                if b.ops[i] == OP_READ {
+                    keys.push(b.keys[i]);
+                    if !b.ts_ns.is_empty() {
+                        ts.push(b.ts_ns[i]);
+                    }
+                }
+            }
         }
-        Ok((keys, ts, r.stats()))
+        Ok((keys, ts, stats))
+    }
+
+    fn read_all(text: &str, format: TextFormat) -> Result<(Vec<Batch>, TraceStats), TraceError> {
+        let mut r = TextReader::new(text.as_bytes(), "t.txt", format, Granularity::Field);
+        let mut batches = Vec::new();
+        while let Some(b) = r.next_batch(2)? {
+            batches.push(b);
+        }
+        Ok((batches, r.stats()))
+    }
+
+    #[test]
+    fn writes_and_deletes_are_events() {
+        let (batches, _) = read_all("HSET st_1 11 v 22 w\nDEL st_1 st_2\nHMGET st_1 11\n", TextFormat::Commands).unwrap();
+        let ops: Vec<u8> = batches.iter().flat_map(|b| b.ops.clone()).collect();
+        let reqs: Vec<u64> = batches.iter().flat_map(|b| b.reqs.clone()).collect();
+        let fields: Vec<u64> = batches.iter().flat_map(|b| b.fields.clone()).collect();
+        assert_eq!(ops, vec![OP_WRITE, OP_WRITE, OP_DELETE, OP_DELETE, OP_READ]);
+        assert_eq!(reqs, vec![0, 0, 1, 1, 2]);
+        assert_eq!(fields, vec![key_hash(b"11"), key_hash(b"22"), 0, 0, key_hash(b"11")]);
+        assert_eq!(batches[0].key_bytes[0], 6);
     }
 
     #[test]

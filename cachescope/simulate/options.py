@@ -1,0 +1,101 @@
+"""The feature-store semantics a simulation can model, from what users write to what the core takes:
+durations, times, batch refresh schedules, allow-lists, and the memory an entry costs."""
+
+from __future__ import annotations
+
+import csv
+import re
+from datetime import datetime, timezone
+
+from cachescope import _native
+from cachescope.errors import UsageError
+
+WRITE_MODES = ("ignore", "invalidate", "update")
+
+# Bytes a JVM Caffeine cache spends per entry besides the key's and field's characters and the value's bytes
+# (64-bit JVM, compressed oops). Caffeine's bounded node (header, key/value refs, access-order links,
+# weight) ~40; ConcurrentHashMap.Node 32 and its table slot ~8; the key object, a record of (String entity,
+# int feature) 24; the entity String 24 plus its byte[] header 16; the value's byte[] header 16; the
+# frequency sketch's 8 bytes per entry of maximum size. 40+32+8+24+24+16+16+8 = 168.
+DEFAULT_ENTRY_OVERHEAD = 168
+
+_DURATION_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, "m": 60 * 10**9,
+                   "min": 60 * 10**9, "h": 3600 * 10**9, "hr": 3600 * 10**9, "d": 86400 * 10**9}
+
+
+def parse_duration(text) -> int:
+    """`90s`, `15m`, `6h`, `1d`, `500ms`, or a number of seconds, as ns."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        ns = int(text * 10**9)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text))
+        if m and m.group(2) not in ("", *_DURATION_UNITS):
+            m = None
+        if not m:
+            raise UsageError(f"duration {text!r} is not like 90s, 15m, 6h or 1d")
+        ns = int(float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"])
+    if ns <= 0:
+        raise UsageError(f"duration {text!r} must be positive")
+    return ns
+
+
+def parse_time(text) -> int:
+    """Unix time in seconds (`1700000000.5`) or an ISO 8601 date-time (UTC unless it says otherwise), as ns."""
+    s = str(text).strip()
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)?", s):
+        whole, _, frac = s.partition(".")
+        return int(whole) * 10**9 + int((frac + "000000000")[:9])
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"time {s!r} is neither unix seconds nor an ISO 8601 date-time") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp()) * 10**9 + dt.microsecond * 1000
+
+
+def feature_hash(feature: str) -> int:
+    """The core's hash of the field that stores `feature`: a decimal xxHash32 id is taken as written, a
+    feature name is first hashed with xxHash32 as the feature store does."""
+    feature = feature.strip()
+    field = feature if feature.isdigit() else str(_native.xxh32(feature.encode()))
+    return _native.key_hash(field.encode())
+
+
+def read_allow_list(source) -> list[int]:
+    """Feature names or xxHash32 ids, from a file (one a line, `#` comments) or an iterable."""
+    if isinstance(source, str):
+        try:
+            with open(source, encoding="utf-8") as f:
+                lines = [line.split("#", 1)[0].strip() for line in f]
+        except UnicodeDecodeError:
+            raise UsageError(f"{source}: not a text file of feature names") from None
+        items = [line for line in lines if line]
+        if not items:
+            raise UsageError(f"{source}: the allow-list is empty")
+    else:
+        items = [str(i) for i in source]
+    return [feature_hash(i) for i in items]
+
+
+def read_refresh_schedule(source) -> list[tuple[int, int]]:
+    """(time ns, field hash) pairs from a CSV of `feature,time` rows (a header row is optional), or from an
+    iterable of (feature, time) pairs."""
+    if not isinstance(source, str):
+        return [(parse_time(t), feature_hash(str(f))) for f, t in source]
+    out = []
+    with open(source, newline="", encoding="utf-8") as f:
+        for lineno, row in enumerate(csv.reader(f), start=1):
+            if not row or row[0].strip().startswith("#"):
+                continue
+            if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["feature", "time"]:
+                continue
+            if len(row) != 2:
+                raise UsageError(f"{source}: line {lineno}: expected `feature,time`, got {len(row)} columns")
+            try:
+                out.append((parse_time(row[1]), feature_hash(row[0])))
+            except UsageError as e:
+                raise UsageError(f"{source}: line {lineno}: {e}") from None
+    if not out:
+        raise UsageError(f"{source}: the refresh schedule is empty")
+    return out

@@ -1,0 +1,311 @@
+//! One policy at one capacity over the event stream: the hot loops, and what freshness, restarts and
+//! allow-lists do to the cache between lookups.
+
+use std::collections::VecDeque;
+
+use super::events::{Events, UNKNOWN_SIZE};
+use super::membership::Membership;
+use super::options::{Options, Unit, WriteMode};
+use crate::hash::{KeyMap, KeySet};
+use crate::policy::{AnyPolicy, Policy};
+use crate::trace::reader::{OP_READ, OP_WRITE};
+use crate::with_policy;
+
+/// What a run counts. Lookup and byte metrics are kept apart: bytes are only summed where sizes are known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub lookups: u64,
+    pub hits: u64,
+    /// Value bytes of lookups whose size is known, and of those that hit.
+    pub bytes_looked_up: u64,
+    pub bytes_hit: u64,
+    /// Commands with at least one lookup, and those whose every lookup hit (a Redis round trip saved).
+    pub commands: u64,
+    pub commands_served: u64,
+    /// Entries pushed out by the policy to admit others (candidates refused admission included).
+    pub evictions: u64,
+    /// Entries removed because the trace wrote or deleted them.
+    pub invalidations: u64,
+    /// Entries removed by a scheduled batch refresh of their feature.
+    pub refresh_evictions: u64,
+    /// Entries removed by the TTL.
+    pub expirations: u64,
+    /// Hits on entries written or deleted in Redis since they were cached (only without invalidation).
+    pub stale_reads: u64,
+    /// Lookups the allow-list kept out of the cache.
+    pub uncacheable: u64,
+    pub restarts: u64,
+}
+
+pub struct Run {
+    pub name: String,
+    pub capacity: u64,
+    pub unit: Unit,
+    policy: AnyPolicy,
+    st: RunState,
+}
+
+#[derive(Default)]
+struct RunState {
+    counters: Counters,
+    window_hits: Vec<u64>,
+    open_window_hits: u64,
+    open_window_lookups: u64,
+    /// The command whose lookups are being counted, and whether all of them hit so far.
+    open_req: Option<u64>,
+    open_req_all_hit: bool,
+    dirty: KeySet,
+    ttl: Ttl,
+    last_restart: Option<i64>,
+    next_refresh: usize,
+    restart_times: Vec<i64>,
+}
+
+/// Admissions in time order with their expiry; `latest` tells which admission of a key is current.
+#[derive(Default)]
+struct Ttl {
+    queue: VecDeque<(i64, u64)>,
+    latest: KeyMap<i64>,
+}
+
+impl Run {
+    pub fn new(name: &str, capacity: u64, unit: Unit) -> Result<Run, String> {
+        let policy = AnyPolicy::new(name, capacity)?;
+        Ok(Run { name: name.to_string(), capacity, unit, policy, st: RunState::default() })
+    }
+
+    pub fn hits(&self) -> u64 {
+        self.st.counters.hits
+    }
+
+    /// The counters, with the command still open at the end of the input closed.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.st.counters;
+        if self.st.open_req.is_some() {
+            c.commands += 1;
+            c.commands_served += u64::from(self.st.open_req_all_hit);
+        }
+        c
+    }
+
+    pub fn resident(&self) -> usize {
+        with_policy!(&self.policy, p => p.len())
+    }
+
+    pub fn restart_times(&self) -> &[i64] {
+        &self.st.restart_times
+    }
+
+    /// Hits per completed window, plus the open window's if it has lookups.
+    pub fn window_hits(&self) -> Vec<u64> {
+        let mut h = self.st.window_hits.clone();
+        if self.st.open_window_lookups > 0 {
+            h.push(self.st.open_window_hits);
+        }
+        h
+    }
+
+    /// Reads only, entries only, nothing time-driven: the loop the benchmarks measure.
+    pub fn process_plain(&mut self, keys: &[u64], window: u64) {
+        let st = &mut self.st;
+        with_policy!(&mut self.policy, p => {
+            let mut pos = 0;
+            while pos < keys.len() {
+                let room = (window - st.open_window_lookups) as usize;
+                let end = keys.len().min(pos + room);
+                let mut hits = 0u64;
+                for &k in &keys[pos..end] {
+                    hits += p.access(k, 1) as u64;
+                }
+                st.counters.hits += hits;
+                st.open_window_hits += hits;
+                st.open_window_lookups += (end - pos) as u64;
+                pos = end;
+                if st.open_window_lookups == window {
+                    st.close_window();
+                }
+            }
+        });
+        // Every plain lookup is a command of its own.
+        let n = keys.len() as u64;
+        self.st.counters.lookups += n;
+        self.st.counters.commands += n;
+    }
+
+    /// Any events, any options. `first_ts` is the trace's first time (for `restart_every`).
+    pub fn process(&mut self, ev: &Events, members: &Membership, opts: &Options, first_ts: Option<i64>) {
+        let mut i = 0;
+        while i < ev.len() {
+            if let Some(t) = ev.ts(i) {
+                self.time_events(t, members, opts, first_ts);
+            }
+            let deadline = self.next_deadline(opts, first_ts);
+            let (unit, st) = (self.unit, &mut self.st);
+            i = with_policy!(&mut self.policy, p => st.segment(p, ev, i, deadline, unit, members, opts));
+        }
+    }
+
+    /// The earliest time at which something happens to the cache other than a lookup.
+    fn next_deadline(&self, opts: &Options, first_ts: Option<i64>) -> i64 {
+        let restart = next_restart(opts, first_ts, self.st.last_restart).unwrap_or(i64::MAX);
+        let refresh = opts.refreshes.get(self.st.next_refresh).map_or(i64::MAX, |r| r.0);
+        let expiry = self.st.ttl.queue.front().map_or(i64::MAX, |e| e.0);
+        restart.min(refresh).min(expiry)
+    }
+
+    /// Applies restarts, refreshes and expirations due at or before `t`, in time order.
+    fn time_events(&mut self, t: i64, members: &Membership, opts: &Options, first_ts: Option<i64>) {
+        loop {
+            let restart = next_restart(opts, first_ts, self.st.last_restart).filter(|&r| r <= t);
+            let refresh = opts.refreshes.get(self.st.next_refresh).filter(|r| r.0 <= t).copied();
+            let expiry = self.st.ttl.queue.front().filter(|e| e.0 <= t).copied();
+            let earliest = [restart, refresh.map(|r| r.0), expiry.map(|e| e.0)].into_iter().flatten().min();
+            let Some(when) = earliest else { return };
+            let st = &mut self.st;
+            if restart == Some(when) {
+                self.policy = AnyPolicy::new(&self.name, self.capacity).expect("capacity was checked at start");
+                st.dirty.clear();
+                st.ttl = Ttl::default();
+                st.last_restart = Some(when);
+                st.restart_times.push(when);
+                st.counters.restarts += 1;
+            } else if let Some((_, field)) = refresh.filter(|r| r.0 == when) {
+                st.next_refresh += 1;
+                with_policy!(&mut self.policy, p => {
+                    for &k in members.field_members(field) {
+                        st.counters.refresh_evictions += p.remove(k) as u64;
+                    }
+                });
+            } else if let Some((expires, key)) = expiry {
+                st.ttl.queue.pop_front();
+                if st.ttl.latest.get(&key) == Some(&expires) {
+                    st.ttl.latest.remove(&key);
+                    st.counters.expirations += with_policy!(&mut self.policy, p => p.remove(key)) as u64;
+                }
+            }
+        }
+    }
+}
+
+/// The first restart after `last` (or after the trace's start): an explicit time or the next interval.
+fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i64>) -> Option<i64> {
+    let after = last.or(first_ts)?;
+    let explicit = opts.restarts_at.iter().copied().find(|&r| r > after);
+    let periodic = opts.restart_every_ns.zip(first_ts).map(|(every, first)| {
+        let k = (after - first).div_euclid(every) + 1;
+        first + k * every
+    });
+    explicit.into_iter().chain(periodic).min()
+}
+
+impl RunState {
+    fn close_command(&mut self) {
+        if self.open_req.take().is_some() {
+            self.counters.commands += 1;
+            self.counters.commands_served += u64::from(self.open_req_all_hit);
+        }
+    }
+
+    fn close_window(&mut self) {
+        self.window_hits.push(self.open_window_hits);
+        self.open_window_hits = 0;
+        self.open_window_lookups = 0;
+    }
+
+    /// Processes events from `i` until one is due at or after `deadline`; returns where it stopped.
+    #[allow(clippy::too_many_arguments)]
+    fn segment<P: Policy>(&mut self, p: &mut P, ev: &Events, mut i: usize, deadline: i64, unit: Unit,
+                          members: &Membership, opts: &Options) -> usize {
+        while i < ev.len() {
+            // Admissions under a TTL can bring the next expiry forward.
+            let expiry = self.ttl.queue.front().map_or(i64::MAX, |e| e.0);
+            if ev.ts(i).is_some_and(|t| t >= deadline.min(expiry)) {
+                return i;
+            }
+            match ev.op(i) {
+                OP_READ => self.read(p, ev, i, unit, opts),
+                op => self.write(p, ev, i, op == OP_WRITE, members, opts),
+            }
+            i += 1;
+        }
+        i
+    }
+
+    #[inline]
+    fn read<P: Policy>(&mut self, p: &mut P, ev: &Events, i: usize, unit: Unit, opts: &Options) {
+        let key = ev.keys[i];
+        if let Some(req) = ev.req(i) {
+            if self.open_req != Some(req) {
+                self.close_command();
+                self.open_req = Some(req);
+                self.open_req_all_hit = true;
+            }
+        }
+        let value = ev.value_size(i);
+        let known_value = if value == UNKNOWN_SIZE { 0 } else { value };
+        // An allow-list names features: a lookup without a field (GET) is never on it.
+        let cacheable = opts.allow.as_ref().is_none_or(|allow| allow.contains(&ev.field(i)));
+        let hit = if cacheable {
+            let size = match unit {
+                Unit::Entries => 1,
+                Unit::Bytes { entry_overhead } => known_value.saturating_add(ev.key_bytes(i)).saturating_add(entry_overhead),
+            };
+            let before = p.len();
+            let hit = p.access(key, size);
+            if !hit {
+                self.counters.evictions += (before as u64 + 1).saturating_sub(p.len() as u64);
+                if let (Some(ttl), Some(t)) = (opts.ttl_ns, ev.ts(i)) {
+                    self.ttl.queue.push_back((t + ttl, key));
+                    self.ttl.latest.insert(key, t + ttl);
+                }
+            }
+            hit
+        } else {
+            self.counters.uncacheable += 1;
+            false
+        };
+        self.counters.lookups += 1;
+        if value != UNKNOWN_SIZE {
+            self.counters.bytes_looked_up += u64::from(value);
+        }
+        if hit {
+            self.counters.hits += 1;
+            self.counters.bytes_hit += u64::from(known_value);
+            self.open_window_hits += 1;
+            if !self.dirty.is_empty() && self.dirty.contains(&key) {
+                self.counters.stale_reads += 1;
+            }
+        } else {
+            self.open_req_all_hit = false;
+            if !self.dirty.is_empty() {
+                self.dirty.remove(&key); // fetched fresh from Redis
+            }
+        }
+        if ev.req(i).is_none() {
+            // Without command indices every lookup is a command of its own.
+            self.counters.commands += 1;
+            self.counters.commands_served += u64::from(hit);
+        }
+        self.open_window_lookups += 1;
+        if self.open_window_lookups == opts.window {
+            self.close_window();
+        }
+    }
+
+    /// A write or delete: the key itself and, for a whole-key operation (no field), every field cached under it.
+    fn write<P: Policy>(&mut self, p: &mut P, ev: &Events, i: usize, is_write: bool, members: &Membership,
+                        opts: &Options) {
+        let key = ev.keys[i];
+        let whole_key = ev.field(i) == 0;
+        let targets = std::iter::once(key).chain(if whole_key { members.entity_members(ev.entity(i)) } else { &[] }.iter().copied());
+        match opts.writes {
+            WriteMode::Ignore => self.dirty.extend(targets),
+            WriteMode::Update if is_write => {}
+            _ => {
+                for k in targets {
+                    self.counters.invalidations += p.remove(k) as u64;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Hand-worked cases: each expected number below is derived in the comment next to it.
+
+use super::*;
+use crate::trace::reader::{OP_DELETE, OP_READ, OP_WRITE};
+
+fn entries(policies: &[(&str, u64)], window: u64) -> Simulation {
+    let p: Vec<(String, u64)> = policies.iter().map(|(n, c)| (n.to_string(), *c)).collect();
+    Simulation::entries(&p, window).unwrap()
+}
+
+#[test]
+fn windows_split_across_batches() {
+    let mut sim = entries(&[("lru", 2), ("infinite", 0)], 3);
+    let keys = [1u64, 1, 2, 3, 1, 2, 2, 4];
+    let ts = [10i64, 11, 12, 13, 14, 15, 16, 17];
+    sim.feed(&Events { ts_ns: Some(&ts[..4]), ..Events::reads(&keys[..4]) }).unwrap();
+    sim.feed(&Events { ts_ns: Some(&ts[4..]), ..Events::reads(&keys[4..]) }).unwrap();
+    let t = sim.timeline();
+    assert_eq!(t.ends, vec![3, 6, 8]);
+    assert_eq!(t.ts, vec![12, 15, 17]);
+    // lru(2): 1m 1h 2m | 3m 1m 2m | 2h 4m
+    assert_eq!(t.hits[0], vec![1, 0, 1]);
+    // infinite: 1m 1h 2m | 3m 1h 2h | 2h 4m
+    assert_eq!(t.hits[1], vec![1, 2, 1]);
+    assert_eq!(sim.runs()[0].hits(), 2);
+    assert_eq!(sim.runs()[1].resident(), 4);
+}
+
+#[test]
+fn parallel_runs_agree_with_serial() {
+    let keys: Vec<u64> = (0..200_000u64).map(|i| crate::hash::mix64(i) % 5_000).collect();
+    let mut together = entries(&[("lru", 100), ("lru", 1000)], 1000);
+    together.feed(&Events::reads(&keys)).unwrap();
+    for (i, cap) in [100, 1000].into_iter().enumerate() {
+        let mut alone = entries(&[("lru", cap)], 1000);
+        for chunk in keys.chunks(999) {
+            alone.feed(&Events::reads(chunk)).unwrap();
+        }
+        assert_eq!(alone.runs()[0].hits(), together.runs()[i].hits());
+        assert_eq!(alone.timeline().hits[0], together.timeline().hits[i]);
+    }
+    assert!(together.timeline().ts.is_empty());
+}
+
+#[test]
+fn the_general_loop_agrees_with_the_plain_one() {
+    let keys: Vec<u64> = (0..50_000u64).map(|i| crate::hash::mix64(i) % 3_000).collect();
+    let reqs: Vec<u64> = (0..keys.len() as u64).map(|i| i / 7).collect();
+    let mut plain = entries(&[("lru", 500)], 100);
+    plain.feed(&Events::reads(&keys)).unwrap();
+    let mut general = entries(&[("lru", 500)], 100);
+    general.feed(&Events { reqs: Some(&reqs), ..Events::reads(&keys) }).unwrap();
+    assert_eq!(plain.runs()[0].hits(), general.runs()[0].hits());
+    assert_eq!(plain.timeline().hits, general.timeline().hits);
+    assert_eq!(general.runs()[0].counters().commands, keys.len() as u64 / 7 + 1);
+}
+
+#[test]
+fn mixing_clocked_and_unclocked_batches_is_an_error() {
+    let mut sim = entries(&[("lru", 2)], 3);
+    sim.feed(&Events { ts_ns: Some(&[1]), ..Events::reads(&[1]) }).unwrap();
+    assert!(sim.feed(&Events::reads(&[2])).is_err());
+}
+
+/// One HMGET of fields 1, 2 on entity 100, then a write of field 1, a delete of the whole entity, reads.
+fn freshness_trace() -> (Vec<u64>, Vec<u8>, Vec<u64>, Vec<u64>, Vec<u64>) {
+    let keys = vec![1, 2, 1, 2, 1, 100, 1, 2];
+    let ops = vec![OP_READ, OP_READ, OP_WRITE, OP_READ, OP_READ, OP_DELETE, OP_READ, OP_READ];
+    let entities = vec![100; 8];
+    let fields = vec![11, 12, 11, 12, 11, 0, 11, 12];
+    let reqs = vec![0, 0, 1, 2, 2, 3, 4, 4];
+    (keys, ops, entities, fields, reqs)
+}
+
+fn run_freshness(mode: WriteMode) -> Counters {
+    let (keys, ops, entities, fields, reqs) = freshness_trace();
+    let mut opts = Options::with_window(100);
+    opts.writes = mode;
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts).unwrap();
+    sim.feed(&Events {
+        keys: &keys,
+        ops: Some(&ops),
+        entities: Some(&entities),
+        fields: Some(&fields),
+        reqs: Some(&reqs),
+        ..Events::default()
+    })
+    .unwrap();
+    sim.runs()[0].counters()
+}
+
+#[test]
+fn writes_ignored_leave_stale_reads() {
+    // Reads: 1m 2m | 2h 1h(stale: written) | 1h(stale) 2h(stale: entity deleted)
+    let c = run_freshness(WriteMode::Ignore);
+    assert_eq!((c.lookups, c.hits, c.stale_reads, c.invalidations), (6, 4, 3, 0));
+    // Commands with lookups: req 0 (miss), 2 (served), 4 (served).
+    assert_eq!((c.commands, c.commands_served), (3, 2));
+}
+
+#[test]
+fn writes_invalidate() {
+    // 1m 2m | write 1 removes 1 | 2h 1m | DEL 100 removes 1, 2 | 1m 2m
+    let c = run_freshness(WriteMode::Invalidate);
+    assert_eq!((c.hits, c.stale_reads, c.invalidations), (1, 0, 3));
+    assert_eq!((c.commands, c.commands_served), (3, 0));
+}
+
+#[test]
+fn writes_update_in_place_but_deletes_remove() {
+    // 1m 2m | write 1 keeps 1 | 2h 1h | DEL removes 1, 2 | 1m 2m
+    let c = run_freshness(WriteMode::Update);
+    assert_eq!((c.hits, c.invalidations), (2, 2));
+}
+
+fn clocked_sim(opts: Options, keys: &[u64], ts: &[i64], fields: Option<&[u64]>) -> Counters {
+    let ops = vec![OP_READ; keys.len()];
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts).unwrap();
+    sim.feed(&Events { keys, ts_ns: Some(ts), ops: Some(&ops), fields, ..Events::default() }).unwrap();
+    sim.runs()[0].counters()
+}
+
+#[test]
+fn ttl_expires_entries() {
+    let mut opts = Options::with_window(100);
+    opts.ttl_ns = Some(10);
+    // key 1 at t=0 (m, expires 10), t=5 (h), t=10 (expired: m, expires 20), t=19 (h), t=30 (m)
+    let c = clocked_sim(opts, &[1, 1, 1, 1, 1], &[0, 5, 10, 19, 30], None);
+    assert_eq!((c.hits, c.expirations), (2, 2));
+}
+
+#[test]
+fn restarts_empty_the_cache() {
+    let mut opts = Options::with_window(100);
+    opts.restart_every_ns = Some(100);
+    // t=0 m, t=50 h, t=100 restart then m, t=150 h, t=200 restart then m; explicit restart at 160 too.
+    opts.restarts_at = vec![160];
+    let c = clocked_sim(opts, &[1, 1, 1, 1, 1, 1], &[0, 50, 100, 150, 170, 200], None);
+    // t=170: after the restart at 160: m. So hits at 50 and 150 only.
+    assert_eq!((c.hits, c.restarts), (2, 3));
+}
+
+#[test]
+fn refresh_evicts_every_value_of_a_feature() {
+    let mut opts = Options::with_window(100);
+    opts.refreshes = vec![(50, 11)];
+    // Keys 1 (field 11) and 2 (field 12) cached at t=0,1; the refresh of field 11 at t=50 evicts key 1 only.
+    let keys = [1, 2, 1, 2];
+    let c = clocked_sim(opts, &keys, &[0, 1, 60, 61], Some(&[11, 12, 11, 12]));
+    assert_eq!((c.hits, c.refresh_evictions), (1, 1));
+}
+
+#[test]
+fn allow_list_keeps_other_features_out() {
+    let mut opts = Options::with_window(100);
+    opts.allow = Some([11u64].into_iter().collect());
+    let keys = [1, 2, 1, 2];
+    let c = clocked_sim(opts, &keys, &[0, 1, 2, 3], Some(&[11, 12, 11, 12]));
+    assert_eq!((c.hits, c.uncacheable), (1, 2));
+}
+
+#[test]
+fn byte_capacity_weighs_values_keys_and_overhead() {
+    // Capacity 100 bytes, overhead 10: entries of value 30 + key 10 + 10 = 50 bytes: two fit, not three.
+    let spec = RunSpec { policy: "lru".into(), capacity: 100, unit: Unit::Bytes { entry_overhead: 10 } };
+    let mut sim = Simulation::new(&[spec], Options::with_window(100)).unwrap();
+    let keys = [1, 2, 3, 1, 2, 3];
+    let sizes = [30; 6];
+    let key_bytes = [10; 6];
+    sim.feed(&Events { value_sizes: Some(&sizes), key_bytes: Some(&key_bytes), ..Events::reads(&keys) }).unwrap();
+    let c = sim.runs()[0].counters();
+    // LRU of two: 1 2 3(evicts 1) 1(evicts 2) 2(evicts 3) 3(evicts 1): all miss.
+    assert_eq!((c.hits, c.evictions, c.bytes_looked_up, c.bytes_hit), (0, 4, 180, 0));
+}
