@@ -80,3 +80,41 @@ def test_sized_objects_equal_libcachesim(tmp, seed, alpha, universe):
         want = [libcachesim_hits(tmp / "t.oracleGeneral", policy, c, n) for c in capacities]
         assert got == want, policy
         assert got[0] == 0 and got[-1] > 0  # nothing fits in 1 byte; the big caches hit
+
+
+def libcachesim_hits_with_deletes(policy, capacity, keys, ops, sizes):
+    """Request by request through libCacheSim's own get/remove (its trace readers have no deletes)."""
+    cache = getattr(libcachesim, LIBCACHESIM[policy])(cache_size=capacity, hashpower=12)
+    hits = 0
+    for k, op, s in zip(keys.tolist(), ops.tolist(), sizes.tolist()):
+        if op == OP_DELETE:
+            cache.remove(k)
+        else:
+            hits += cache.get(libcachesim.Request(obj_size=s, obj_id=k))
+    return hits
+
+
+OP_READ, OP_DELETE = 0, 2  # the trace reader's op codes (src/trace/reader.rs)
+
+
+@pytest.mark.parametrize("seed,universe,sized", [(21, 40, False), (22, 400, False), (23, 60, True), (24, 500, True)])
+def test_deletes_equal_libcachesim(tmp, seed, universe, sized):
+    """Invalidation calls each policy's `remove`: deletes interleaved with reads, against libCacheSim's `remove`
+    (which unlinks the object and, in SIEVE, first moves the hand off it)."""
+    from cachescope import _native
+
+    n = 6_000
+    keys, rng = zipf_keys(seed, 1.1, universe, n)
+    ops = np.where(rng.random(n) < 0.12, OP_DELETE, OP_READ).astype(np.uint8)
+    sizes = (rng.integers(2, 200, universe + 1, dtype=np.uint32)[keys.astype(np.int64)] if sized
+             else np.ones(n, dtype=np.uint32))
+    capacities = [1, 3, 7, 25] if not sized else [150, 600, 2_500]
+    for policy in LIBCACHESIM:
+        runs = [(policy, c, 0) if sized else (policy, c) for c in capacities]
+        sim = _native.Simulation(runs, 1_000_000, writes="invalidate")
+        # A non-zero field makes each delete name exactly its own cache key.
+        sim.feed(keys, ops=ops, fields=np.ones(n, dtype=np.uint64), value_sizes=sizes)
+        got = [r["hits"] for r in sim.results()]
+        assert sum(r["invalidations"] for r in sim.results()) > 0
+        want = [libcachesim_hits_with_deletes(policy, c, keys, ops, sizes) for c in capacities]
+        assert got == want, policy
