@@ -62,22 +62,33 @@ def worker(a):
         "file_bytes": after.get("RssFile", 0) - before.get("RssFile", 0)}))
 
 
-def run_contender(name, npy, oracle, a):
-    runs = []
+def run_once(name, npy, oracle, a):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [sys.executable, __file__, "--worker", name, "--policy", a.policy, "--stream", str(npy),
+               "--oracle", str(oracle), "--capacity", str(a.capacity), "--out", out.name]
+        if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+            raise SystemExit(f"\n!!! {name} failed (see its stderr above)")
+        return json.loads(Path(out.name).read_text())
+
+
+def run_contenders(npy, oracle, a):
+    """Runs alternate between the contenders, so that a burst of load from elsewhere on a shared machine
+    falls on both rather than on all runs of one."""
+    all_runs = {name: [] for name in CONTENDERS}
     for _ in range(a.repeat):
-        with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            cmd = [sys.executable, __file__, "--worker", name, "--policy", a.policy, "--stream", str(npy),
-                   "--oracle", str(oracle), "--capacity", str(a.capacity), "--out", out.name]
-            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
-                raise SystemExit(f"\n!!! {name} failed (see its stderr above)")
-            runs.append(json.loads(Path(out.name).read_text()))
-    if len({r["hits"] for r in runs}) != 1:
-        raise SystemExit(f"\n!!! {name}: hit counts differ between runs: {[r['hits'] for r in runs]}")
-    best = min(runs, key=lambda r: r["wall_s"])
-    return {"runs": len(runs), "wall_s": best["wall_s"], "all_wall_s": [r["wall_s"] for r in runs],
+        for name in CONTENDERS:
+            all_runs[name].append(run_once(name, npy, oracle, a))
+    res = {}
+    for name, runs in all_runs.items():
+        if len({r["hits"] for r in runs}) != 1:
+            raise SystemExit(f"\n!!! {name}: hit counts differ between runs: {[r['hits'] for r in runs]}")
+        best = min(runs, key=lambda r: r["wall_s"])
+        res[name] = {
+            "runs": len(runs), "wall_s": best["wall_s"], "all_wall_s": [r["wall_s"] for r in runs],
             "lookups_per_s": a.lookups / best["wall_s"], "hits": best["hits"], "hit_rate": best["hits"] / a.lookups,
             "peak_mib": max(r["peak_bytes"] for r in runs) / 2**20, "file_mib": best["file_bytes"] / 2**20,
             "hwm_reset": all(r["hwm_reset"] for r in runs)}
+    return res
 
 
 def main():
@@ -104,7 +115,7 @@ def main():
     print(f"machine: {m['cpu']}, {m['nproc']} CPUs, Linux {m['kernel']}, Python {m['python']}, "
           f"libcachesim {m['libcachesim']}")
     npy, oracle = stream_files(a)
-    res = {name: run_contender(name, npy, oracle, a) for name in CONTENDERS}
+    res = run_contenders(npy, oracle, a)
 
     print(f"\n{'contender':<13}{'runs':>5}{'wall s':>9}{'M lookups/s':>13}{'hits':>12}{'hit rate':>10}"
           f"{'peak MiB':>10}{'file MiB':>10}")
@@ -112,7 +123,7 @@ def main():
         runs = f"{r['runs']}" + ("" if r["runs"] == 1 else "*")
         print(f"{name:<13}{runs:>5}{r['wall_s']:>9.3f}{r['lookups_per_s'] / 1e6:>13.2f}{r['hits']:>12,}"
               f"{r['hit_rate']:>10.4f}{r['peak_mib']:>10.1f}{r['file_mib']:>10.1f}")
-    print("  * best of N runs (wall s = fastest). Each run is a fresh subprocess.")
+    print("  * best of N runs (wall s = fastest), the two contenders' runs alternating. Each run is a fresh subprocess.")
     print("  libcachesim: process_trace on an oracleGeneral file, whole trace read (mmap) and simulated in C.")
     print("  Its peak MiB includes the mapped trace file (the file MiB column).")
     if not all(r["hwm_reset"] for r in res.values()):
