@@ -11,6 +11,11 @@
 //! the entry under the hand moves the hand on to the next newer entry, as libCacheSim's `Sieve_remove` does.
 //! Capacity is in units of `size`; an object larger than the whole cache is not admitted, and a hit keeps the
 //! size the entry was admitted with.
+//!
+//! Until its hand first wraps around, SIEVE evicts exactly what in-cache LFU (`lfu.rs`) evicts: every entry
+//! behind the hand was hit before it was passed, every unvisited entry ahead of it has not been hit since it
+//! was admitted, so the victim is the oldest entry never hit, which is the head of LFU's count-1 bucket. On
+//! large caches the hand may not wrap within a trace, hence the equal hit counts of the two in the tests.
 
 use super::ring::{Ring, NIL};
 use super::Policy;
