@@ -26,6 +26,8 @@ POLICIES = {
     spec.name: spec
     for spec in (
         PolicySpec("lru", "LRU", "least recently used: evict the entry not used for the longest time"),
+        PolicySpec("belady", "Belady", "Belady's MIN, the optimal offline policy: evict the entry needed "
+                   "farthest in the future (an upper bound; reads the trace twice)"),
     )
 }
 
