@@ -1,8 +1,9 @@
 //! A fixed-size read buffer over any `Read`, holding at least one whole record so the reader can hand out
 //! zero-copy slices. It refills by moving the unread tail (at most one partial record) to the front and
 //! reading into the rest, so each byte is read once and copied at most once. The buffer grows only when a
-//! single record is larger than it, and the readers bound record lengths before asking, so memory stays
-//! at the buffer size plus the largest accepted record whatever the file's size.
+//! single record is larger than it, doubling as that record's bytes arrive; the readers bound record
+//! lengths before asking, so memory stays at the buffer size or twice the largest record actually present,
+//! whatever the file's size or its length fields say.
 
 use std::io::{self, ErrorKind, Read};
 
@@ -70,12 +71,14 @@ impl<R: Read> Buffer<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        if n > self.data.len() {
-            self.data.resize(n, 0);
-        }
         while self.end < n {
             if self.eof {
                 return Ok(false);
+            }
+            if self.end == self.data.len() {
+                // Grow by doubling as bytes arrive, so a length field larger than the input never costs more
+                // than twice the bytes the input actually has.
+                self.data.resize(n.min(self.data.len() * 2), 0);
             }
             match self.src.read(&mut self.data[self.end..]) {
                 Ok(0) => self.eof = true,
@@ -140,5 +143,14 @@ mod tests {
         assert!(!b.skip(47).unwrap());
         assert!(b.unread().is_empty());
         assert!(!b.fill(1).unwrap());
+    }
+
+    #[test]
+    fn a_length_beyond_the_input_costs_only_the_input() {
+        let bytes = vec![7u8; 1000];
+        let mut b = Buffer::new(&bytes[..], 64);
+        assert!(!b.fill(200 << 20).unwrap());
+        assert_eq!(b.unread().len(), 1000);
+        assert!(b.data.len() <= 2048, "buffer grew to {} bytes", b.data.len());
     }
 }
