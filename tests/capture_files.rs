@@ -1,5 +1,6 @@
-//! Real capture files crafted with scapy (`tests/data/captures/make.py`): every packet decodes to exactly
-//! what the packet was built from, as listed in the `.expected` file next to each capture.
+//! Capture files crafted with scapy, and two real tcpdump captures of a real redis-server on loopback
+//! (`tests/data/captures/make.py`): every packet decodes to exactly what the `.expected` file next to each
+//! capture lists (what scapy built, or scapy's parse of what tcpdump wrote).
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -68,10 +69,9 @@ fn check(name: &str, stem: &str) -> (Vec<String>, CaptureCounters, Vec<u32>, Cap
         assert_eq!(g, w, "{name}: packet {}", i + 1);
     }
     assert_eq!(got.0.len(), want.len(), "{name}: packet count");
-    // The first command is the HMGET, from the client port to 6379.
-    let hmget =
-        got.0.iter().find(|l| l.ends_with(&hex(b"*3\r\n$5\r\nHMGET\r\n$8\r\nst_12345\r\n$10\r\n2496559762\r\n")));
-    assert!(hmget.is_some_and(|l| l.contains(":6379 ")), "{name}: no HMGET to 6379");
+    // Every capture carries the HMGET of st_12345.
+    let hmget = hex(b"*3\r\n$5\r\nHMGET\r\n$8\r\nst_12345\r\n$10\r\n2496559762\r\n");
+    assert!(got.0.iter().any(|l| l.ends_with(&hmget)), "{name}: no HMGET");
     got
 }
 
@@ -79,9 +79,14 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+fn to_redis(lines: &[String]) -> usize {
+    lines.iter().filter(|l| l.split(' ').nth(3).is_some_and(|dst| dst.ends_with(":6379"))).count()
+}
+
 #[test]
 fn ethernet_vlan_ipv4_pcap() {
-    let (_, c, links, format) = check("eth_vlan_ipv4.pcap", "eth_vlan_ipv4");
+    let (lines, c, links, format) = check("eth_vlan_ipv4.pcap", "eth_vlan_ipv4");
+    assert_eq!(to_redis(&lines), 8, "client segments of the session");
     assert_eq!((format, links), (CaptureFormat::Pcap, vec![1]));
     assert_eq!((c.packets, c.segments, c.not_ip, c.not_tcp), (14, 12, 1, 1));
 }
@@ -112,4 +117,19 @@ fn pcapng_with_two_interfaces() {
     assert_eq!(c.missing_bytes, missing);
     assert!(lines.iter().any(|l| l.contains(" 24 76 2a310d0a24313030")), "the long reply lacks 172 - 96 bytes");
     assert!(lines[3].starts_with("tcp 1700000000010000123 "), "nanosecond interface: {}", lines[3]);
+}
+
+#[test]
+fn real_tcpdump_on_loopback() {
+    let (lines, c, links, format) = check("tcpdump_lo.pcap", "tcpdump_lo");
+    assert_eq!((format, links), (CaptureFormat::Pcap, vec![1]));
+    assert_eq!(c.segments, c.packets);
+    assert_eq!(lines.len(), 16, "handshake, HSET, two HMGETs, replies, ACKs, close");
+}
+
+#[test]
+fn real_tcpdump_on_any_in_nanoseconds() {
+    let (_, c, links, format) = check("tcpdump_any.pcap", "tcpdump_any");
+    assert_eq!((format, links), (CaptureFormat::Pcap, vec![276]));
+    assert_eq!(c.segments, c.packets);
 }

@@ -8,10 +8,17 @@ the values the packets were built from (not from any decoder):
     tcp <ts_ns> <src> <dst> <seq> <ack> <flags> <missing_tail> <payload hex or ->
     skip <reason>
 
-Run from anywhere: `python tests/data/captures/make.py` (needs scapy).
+Run from anywhere: `python tests/data/captures/make.py` (needs scapy). With `--real` it also records
+`tcpdump_lo.pcap` and `tcpdump_any.pcap`: real tcpdump captures (`-i lo`, and `-i any` in nanoseconds) of a
+client talking to a real redis-server on a free loopback port (needs root, tcpdump and redis-server); their
+`.expected` come from scapy's own parse of the captured packets.
 """
 
+import socket
 import struct
+import subprocess
+import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,7 +26,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, CookedLinuxV2, Dot1AD, Dot1Q, Ether
 from scapy.packet import Padding, Raw
-from scapy.utils import PcapNgWriter, PcapWriter
+from scapy.utils import PcapNgWriter, PcapWriter, rdpcap
 
 HERE = Path(__file__).resolve().parent
 T0 = Decimal(1_700_000_000)
@@ -215,7 +222,66 @@ def two_interfaces():
     write_expected("two_interfaces", lines)
 
 
+def resp(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def real():
+    """Real tcpdump captures of a real Redis session on loopback."""
+    port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    dumps = [
+        subprocess.Popen(["tcpdump", "-i", iface, "-U", "-w", str(HERE / name), *extra, f"tcp port {port}"],
+                         stderr=subprocess.PIPE)
+        for iface, name, extra in [("lo", "tcpdump_lo.pcap", []),
+                                   ("any", "tcpdump_any.pcap", ["--time-stamp-precision=nano"])]
+    ]
+    try:
+        for d in dumps:
+            d.stderr.readline()  # "listening on ...": the capture is running
+        time.sleep(0.5)
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            c.sendall(resp(b"HSET", b"st_12345", b"2496559762", b"0.125", b"1170383926", b"0.25"))
+            c.recv(100)
+            for command in [resp(b"HMGET", b"st_12345", b"2496559762"),
+                            resp(b"HMGET", b"st_12345", b"2496559762", b"1170383926", b"42")]:
+                c.sendall(command)
+                time.sleep(0.05)
+                c.recv(1000)
+        time.sleep(0.5)
+    finally:
+        for d in dumps:
+            d.terminate()
+            d.wait()
+        redis.terminate()
+        redis.wait()
+    for name in ["tcpdump_lo", "tcpdump_any"]:
+        lines = []
+        for pkt in rdpcap(str(HERE / f"{name}.pcap")):
+            ip = pkt[IP] if IP in pkt else pkt[IPv6]
+            tcp = pkt[TCP]
+            ip_len = ip.len if IP in pkt else ip.plen + 40
+            header = (ip.ihl * 4 if IP in pkt else 40) + tcp.dataofs * 4
+            payload = bytes(ip)[header:ip_len]
+            seg = dict(src=ip.src, dst=ip.dst, sport=tcp.sport, dport=tcp.dport, seq=tcp.seq, ack=tcp.ack,
+                       flags=int(tcp.flags) & 0xFF, payload=payload)
+            lines.append(tcp_line(int(pkt.time * 1_000_000_000), seg))
+        write_expected(name, lines)
+
+
 if __name__ == "__main__":
+    if "--real" in sys.argv:
+        real()
     eth_vlan_ipv4()
     sll2_ipv4()
     ipv6_pcapng()
