@@ -145,9 +145,9 @@ impl PcapNg {
     /// packet blocks it follows from the captured length in the block's fixed header, so this may read that
     /// header; None when the input ends inside it.
     fn max_block_len<R: Read>(&self, kind: u32, buf: &mut Buffer<R>) -> Result<Option<u32>, String> {
-        let (header, caplen_at) = match kind {
-            EPB | OPB => (28, 20),
-            SPB => (12, 8),
+        let header = match kind {
+            EPB | OPB => 28,
+            SPB => 12,
             SHB | IDB => return Ok(Some(MAX_OPTIONS)),
             _ => return Ok(Some(MAX_RECORD)),
         };
@@ -168,7 +168,7 @@ impl PcapNg {
         if kind == SPB {
             return Ok(Some(16 + limit + 3));
         }
-        let caplen = self.endian.u32(array(head, caplen_at));
+        let caplen = self.endian.u32(array(head, 20));
         if caplen > limit {
             return Err(format!("captured length {caplen} exceeds the snap length {snaplen} by far (corrupt file?)"));
         }
