@@ -93,11 +93,7 @@ impl<R: Read> CaptureReader<R> {
         } else if pcapng::looks_like(head) {
             Format::PcapNg(PcapNg::open(&mut buf)?)
         } else {
-            let shown = &head[..head.len().min(4)];
-            return Err(CaptureError::at(
-                0,
-                format!("not a packet capture: starts with {shown:02x?}, not a pcap or pcapng magic number"),
-            ));
+            return Err(CaptureError::at(0, not_a_capture(head)));
         };
         Ok(CaptureReader { buf, format, truncated_tail: None, done: false })
     }
@@ -144,6 +140,14 @@ impl<R: Read> CaptureReader<R> {
             Format::PcapNg(_) => CaptureFormat::PcapNg,
         }
     }
+}
+
+fn not_a_capture(head: &[u8]) -> String {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return "gzip-compressed data: decompress the capture first".to_string();
+    }
+    let shown = &head[..head.len().min(4)];
+    format!("not a packet capture: starts with {shown:02x?}, not a pcap or pcapng magic number")
 }
 
 /// Reads one classic pcap record.

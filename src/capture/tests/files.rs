@@ -123,6 +123,7 @@ fn garbage_empty_and_short_headers_are_errors_at_offset_0() {
     assert!(!is_capture(b"HMGET st_1 2496559762\n"));
     assert!(err(b"").message.contains("empty"));
     assert!(err(b"\x01").message.contains("not a packet capture"));
+    assert!(err(b"\x1f\x8b\x08\x00\x00\x00\x00\x00").message.contains("gzip"));
     let pcap = pcap_file(false, false, 65535, &[]);
     assert!(err(&pcap[..10]).message.contains("cut short"));
     let ng = two_interface_pcapng();
