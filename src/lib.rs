@@ -2,6 +2,7 @@
 //! them. Plain Rust with no knowledge of Python; the PyO3 bindings live in `python.rs` behind the `python`
 //! feature, so `cargo test` runs without linking an interpreter.
 
+pub mod capture;
 pub mod error;
 pub mod hash;
 pub mod net;

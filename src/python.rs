@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::BufReader;
+use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::create_exception;
@@ -114,7 +115,7 @@ impl Simulation {
     /// overhead bytes.
     #[new]
     #[pyo3(signature = (runs, window, writes="ignore", ttl_ns=None, allow=None, refreshes=Vec::new(),
-                        restarts_at=Vec::new(), restart_every_ns=None))]
+                        restarts_at=Vec::new(), restart_every_ns=None, future=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         runs: Vec<RunArg>,
@@ -125,6 +126,7 @@ impl Simulation {
         refreshes: Vec<(i64, u64)>,
         restarts_at: Vec<i64>,
         restart_every_ns: Option<i64>,
+        future: Option<PyReadonlyArray1<u64>>,
     ) -> PyResult<Self> {
         let specs: Vec<RunSpec> = runs
             .into_iter()
@@ -146,7 +148,8 @@ impl Simulation {
             restarts_at,
             restart_every_ns,
         };
-        Ok(Simulation { inner: sim::Simulation::new(&specs, opts).map_err(value_err)? })
+        let future = future.map(|f| f.as_slice().map(Arc::from)).transpose()?;
+        Ok(Simulation { inner: sim::Simulation::new(&specs, opts, future).map_err(value_err)? })
     }
 
     #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None))]
@@ -275,6 +278,13 @@ fn hash_optional_column<'py>(
     Ok(py.detach(|| hash::hash_optional_column(o, d, v)).map_err(value_err)?.into_pyarray(py))
 }
 
+/// For each lookup, the position of the next lookup of the same key (2**64-1 if none): what Belady needs.
+#[pyfunction]
+fn next_access<'py>(py: Python<'py>, keys: PyReadonlyArray1<u64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let k = keys.as_slice()?;
+    Ok(py.detach(|| crate::policy::belady::next_access(k)).into_pyarray(py))
+}
+
 /// The hash the core gives a key or a field (as in the `fields` column of a batch).
 #[pyfunction]
 fn key_hash(data: &[u8]) -> u64 {
@@ -297,6 +307,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_optional_column, m)?)?;
     m.add_function(wrap_pyfunction!(key_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(next_access, m)?)?;
+    m.add("NEEDS_FUTURE", crate::policy::NEEDS_FUTURE.to_vec())?;
     m.add_function(wrap_pyfunction!(xxh32, m)?)?;
     m.add("NativeTraceError", m.py().get_type::<NativeTraceError>())?;
     m.add("POLICY_NAMES", POLICY_NAMES.to_vec())?;

@@ -51,7 +51,7 @@ fn check(name: &str, json_name: &str) {
     assert_eq!(capacities.len(), 6);
     assert_eq!(capacities.len(), hits.len());
     for (&capacity, &want) in capacities.iter().zip(&hits) {
-        let mut policy = AnyPolicy::new(name, capacity).unwrap();
+        let mut policy = AnyPolicy::new(name, capacity, None).unwrap();
         let got = with_policy!(&mut policy, p => keys.iter().filter(|&&k| p.access(k, 1)).count() as u64);
         assert_eq!(got, want, "{name} at capacity {capacity}");
     }

@@ -46,3 +46,11 @@ def test_trace_counts(result):
     assert result.trace.lookups == EXPECTED["trace"]["n_req"]
     assert result.unique_keys == EXPECTED["trace"]["n_unique"]
     assert result.infinite["hits"] == EXPECTED["trace"]["n_req"] - EXPECTED["trace"]["n_unique"]
+
+
+def test_belady_hits_equal_libcachesim():
+    caps = EXPECTED["trace"]["capacities"]
+    result = cachescope.simulate_trace(TRACE, belady=caps, lru=caps[:1])
+    rows = result.summary[result.summary["policy"] == "belady"]
+    assert rows["hits"].tolist() == EXPECTED["trace"]["hits"]["Belady"]
+    assert (rows["hits"].to_numpy() >= result.summary[result.summary["policy"] == "lru"]["hits"].max()).all()

@@ -108,3 +108,21 @@ def test_entity_granularity_with_deletes(tmp, writes):
     c = asdict(simulate(events, setup, granularity="entity"))
     c["bytes_looked_up"] = c["bytes_hit"] = None
     assert counters_of(row) == c
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_belady_walks_the_future_of_the_lookups_that_reach_it(tmp, seed):
+    """With an allow-list, Belady's future must skip the lookups kept out of the cache: its hits equal those on
+    a trace of only the allowed lookups. And, optimal, it never does worse than LRU, restarts or not."""
+    events = random_events(seed)
+    write_parquet(events, tmp / "all.parquet")
+    allowed = [e for e in events if e.op == "read" and e.field in FIELDS[:4]]
+    write_parquet(allowed, tmp / "allowed.parquet")
+    full = cachescope.simulate_trace(str(tmp / "all.parquet"), belady=[6], lru=[6], allow_list=FIELDS[:4])
+    only = cachescope.simulate_trace(str(tmp / "allowed.parquet"), belady=[6])
+    hits = dict(zip(full.summary["policy"], full.summary["hits"]))
+    assert hits["belady"] == only.summary["hits"][0]
+    assert hits["belady"] > hits["lru"]
+    restarted = cachescope.simulate_trace(str(tmp / "all.parquet"), belady=[6], lru=[6], restart_every="90s")
+    r = dict(zip(restarted.summary["policy"], restarted.summary["hits"]))
+    assert r["belady"] >= r["lru"] and restarted.summary["restarts"].min() > 0

@@ -32,6 +32,8 @@ POLICIES = {
         PolicySpec("clock", "CLOCK", "FIFO with a reference bit: a hit entry gets a second chance at the newest end"),
         PolicySpec("sieve", "SIEVE", "FIFO with a visited bit and a moving hand: hit entries stay in place, the hand "
                    "evicts the first unvisited one (NSDI 2024)"),
+        PolicySpec("belady", "Belady", "Belady's MIN, the optimal offline policy: evict the entry needed "
+                   "farthest in the future (an upper bound; reads the trace twice)"),
     )
 }
 

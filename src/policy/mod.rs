@@ -4,6 +4,7 @@
 //! deletes invalidate. Everything else (lists, sketches, ghost entries) is private to the policy's own file.
 //! Counting lookups and hits is the simulator's job, not the policy's.
 
+pub mod belady;
 pub mod clock;
 pub mod fifo;
 pub mod infinite;
@@ -12,6 +13,9 @@ pub mod lru;
 mod ring;
 pub mod sieve;
 
+use std::sync::Arc;
+
+pub use belady::Belady;
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use infinite::Infinite;
@@ -40,15 +44,19 @@ pub enum AnyPolicy {
     Clock(Clock),
     Sieve(Sieve),
     Infinite(Infinite),
+    Belady(Belady),
 }
 
 /// The registry: each entry's name is what Python, the CLI and the JSON use.
-pub const POLICY_NAMES: &[&str] = &["lru", "lfu", "fifo", "clock", "sieve", "infinite"];
+pub const POLICY_NAMES: &[&str] = &["lru", "lfu", "fifo", "clock", "sieve", "infinite", "belady"];
+
+/// Policies that need the future: `next_access` of the lookups they will see, given to `AnyPolicy::new`.
+pub const NEEDS_FUTURE: &[&str] = &["belady"];
 
 impl AnyPolicy {
     /// Builds a policy by registry name. `capacity` is in the units of the sizes passed to `access` (entries
-    /// when every size is 1, bytes otherwise); `infinite` ignores it.
-    pub fn new(name: &str, capacity: u64) -> Result<AnyPolicy, String> {
+    /// when every size is 1, bytes otherwise); `infinite` ignores it. `future` is for `NEEDS_FUTURE` policies.
+    pub fn new(name: &str, capacity: u64, future: Option<&Arc<[u64]>>) -> Result<AnyPolicy, String> {
         match name {
             "lru" => Ok(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
             "lfu" => Ok(AnyPolicy::Lfu(Lfu::new(checked_capacity(capacity)?))),
@@ -56,7 +64,21 @@ impl AnyPolicy {
             "clock" => Ok(AnyPolicy::Clock(Clock::new(checked_capacity(capacity)?))),
             "sieve" => Ok(AnyPolicy::Sieve(Sieve::new(checked_capacity(capacity)?))),
             "infinite" => Ok(AnyPolicy::Infinite(Infinite::default())),
+            "belady" => {
+                let future = future.ok_or("belady needs the future: next_access of its lookups")?;
+                Ok(AnyPolicy::Belady(Belady::new(checked_capacity(capacity)?, future.clone(), 0)))
+            }
             other => Err(format!("unknown policy {other:?}; known: {}", POLICY_NAMES.join(", "))),
+        }
+    }
+}
+
+impl AnyPolicy {
+    /// The same policy, empty, as after a process restart. Belady keeps its place in the stream.
+    pub fn emptied(&self, name: &str, capacity: u64) -> AnyPolicy {
+        match self {
+            AnyPolicy::Belady(b) => AnyPolicy::Belady(b.emptied()),
+            _ => AnyPolicy::new(name, capacity, None).expect("the policy was built with these before"),
         }
     }
 }
@@ -86,6 +108,7 @@ macro_rules! with_policy {
             $crate::policy::AnyPolicy::Clock($name) => $body,
             $crate::policy::AnyPolicy::Sieve($name) => $body,
             $crate::policy::AnyPolicy::Infinite($name) => $body,
+            $crate::policy::AnyPolicy::Belady($name) => $body,
         }
     };
 }

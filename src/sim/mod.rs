@@ -14,6 +14,8 @@ pub use events::Events;
 pub use options::{Options, Unit, WriteMode};
 pub use run::{Counters, Run};
 
+use std::sync::Arc;
+
 use crate::hash::KeySet;
 use crate::trace::reader::OP_READ;
 use membership::Membership;
@@ -51,14 +53,18 @@ pub struct Simulation {
 const PARALLEL_MIN_BATCH: usize = 1 << 16;
 
 impl Simulation {
-    pub fn new(runs: &[RunSpec], opts: Options) -> Result<Simulation, String> {
+    /// `future`: `policy::belady::next_access` of the lookups the runs will see, for policies that need it.
+    pub fn new(runs: &[RunSpec], opts: Options, future: Option<Arc<[u64]>>) -> Result<Simulation, String> {
         if opts.window == 0 {
             return Err("the timeline window must be at least 1 lookup".into());
         }
         if opts.ttl_ns.is_some_and(|t| t <= 0) || opts.restart_every_ns.is_some_and(|t| t <= 0) {
             return Err("TTL and restart intervals must be positive".into());
         }
-        let runs = runs.iter().map(|r| Run::new(&r.policy, r.capacity, r.unit)).collect::<Result<Vec<_>, _>>()?;
+        let runs = runs
+            .iter()
+            .map(|r| Run::new(&r.policy, r.capacity, r.unit, future.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut opts = opts;
         opts.refreshes.sort_unstable();
         opts.restarts_at.sort_unstable();
@@ -79,7 +85,7 @@ impl Simulation {
     /// Plain entry-count runs of the named policies: the simplest use, and the benchmarks'.
     pub fn entries(policies: &[(String, u64)], window: u64) -> Result<Simulation, String> {
         let specs: Vec<RunSpec> = policies.iter().map(|(p, c)| RunSpec::entries(p, *c)).collect();
-        Simulation::new(&specs, Options::with_window(window))
+        Simulation::new(&specs, Options::with_window(window), None)
     }
 
     /// Feeds the next events in trace order.

@@ -2,6 +2,7 @@
 //! allow-lists do to the cache between lookups.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::events::{Events, UNKNOWN_SIZE};
 use super::membership::Membership;
@@ -69,8 +70,8 @@ struct Ttl {
 }
 
 impl Run {
-    pub fn new(name: &str, capacity: u64, unit: Unit) -> Result<Run, String> {
-        let policy = AnyPolicy::new(name, capacity)?;
+    pub fn new(name: &str, capacity: u64, unit: Unit, future: Option<&Arc<[u64]>>) -> Result<Run, String> {
+        let policy = AnyPolicy::new(name, capacity, future)?;
         Ok(Run { name: name.to_string(), capacity, unit, policy, st: RunState::default() })
     }
 
@@ -163,7 +164,7 @@ impl Run {
             let Some(when) = earliest else { return };
             let st = &mut self.st;
             if restart == Some(when) {
-                self.policy = AnyPolicy::new(&self.name, self.capacity).expect("capacity was checked at start");
+                self.policy = self.policy.emptied(&self.name, self.capacity);
                 st.dirty.clear();
                 st.ttl = Ttl::default();
                 st.last_restart = Some(when);

@@ -76,7 +76,7 @@ fn run_freshness(mode: WriteMode) -> Counters {
     let (keys, ops, entities, fields, reqs) = freshness_trace();
     let mut opts = Options::with_window(100);
     opts.writes = mode;
-    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts).unwrap();
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts, None).unwrap();
     sim.feed(&Events {
         keys: &keys,
         ops: Some(&ops),
@@ -115,7 +115,7 @@ fn writes_update_in_place_but_deletes_remove() {
 
 fn clocked_sim(opts: Options, keys: &[u64], ts: &[i64], fields: Option<&[u64]>) -> Counters {
     let ops = vec![OP_READ; keys.len()];
-    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts).unwrap();
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts, None).unwrap();
     sim.feed(&Events { keys, ts_ns: Some(ts), ops: Some(&ops), fields, ..Events::default() }).unwrap();
     sim.runs()[0].counters()
 }
@@ -163,7 +163,7 @@ fn allow_list_keeps_other_features_out() {
 fn byte_capacity_weighs_values_keys_and_overhead() {
     // Capacity 100 bytes, overhead 10: entries of value 30 + key 10 + 10 = 50 bytes: two fit, not three.
     let spec = RunSpec { policy: "lru".into(), capacity: 100, unit: Unit::Bytes { entry_overhead: 10 } };
-    let mut sim = Simulation::new(&[spec], Options::with_window(100)).unwrap();
+    let mut sim = Simulation::new(&[spec], Options::with_window(100), None).unwrap();
     let keys = [1, 2, 3, 1, 2, 3];
     let sizes = [30; 6];
     let key_bytes = [10; 6];

@@ -1,0 +1,139 @@
+//! Belady's MIN (Belady, "A study of replacement algorithms for a virtual-storage computer", IBM Systems
+//! Journal 1966): on a miss with a full cache, evict the entry whose next use lies farthest in the future.
+//! With unit sizes no policy gets more hits, so it is the upper bound for any real policy at that capacity.
+//!
+//! It needs the future: `next_access` computes, for every lookup of the stream the policy will see, the
+//! position of the next lookup of the same key (`NEVER` if none), and the policy walks that array one
+//! access at a time. The entries are ordered by next use in a B-tree, so a lookup costs O(log capacity).
+//! As in libCacheSim, the missed key is always admitted (even when its own next use is the farthest), and
+//! keys never used again are the first to go. With sizes, entries are evicted farthest-first until the
+//! newcomer fits: a heuristic, not optimal (optimal variable-size caching is NP-hard).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::Policy;
+use crate::hash::{KeyMap, KeySet};
+
+pub const NEVER: u64 = u64::MAX;
+
+/// For each position, the next position holding the same key, or `NEVER`. Memory: 8 bytes a lookup plus
+/// a table of the unique keys while it runs.
+pub fn next_access(keys: &[u64]) -> Vec<u64> {
+    let mut next = vec![NEVER; keys.len()];
+    let mut seen: KeyMap<u64> = KeyMap::default();
+    for (i, &k) in keys.iter().enumerate().rev() {
+        if let Some(later) = seen.insert(k, i as u64) {
+            next[i] = later;
+        }
+    }
+    next
+}
+
+pub struct Belady {
+    capacity: u64,
+    used: u64,
+    future: Arc<[u64]>,
+    /// Position of the next access in `future`.
+    pos: usize,
+    /// key -> (next use, size)
+    resident: KeyMap<(u64, u32)>,
+    /// (next use, key) of every resident entry; the last is the next victim.
+    by_next_use: BTreeSet<(u64, u64)>,
+}
+
+impl Belady {
+    /// A cache at position `pos` of `future` (0 for a new simulation; a restart keeps the clock).
+    pub fn new(capacity: u64, future: Arc<[u64]>, pos: usize) -> Belady {
+        Belady { capacity, used: 0, future, pos, resident: KeyMap::default(), by_next_use: BTreeSet::new() }
+    }
+
+    /// The same cache emptied, at the same point of the stream.
+    pub fn emptied(&self) -> Belady {
+        Belady::new(self.capacity, self.future.clone(), self.pos)
+    }
+
+    /// Keys resident now (for tests).
+    pub fn keys(&self) -> KeySet {
+        self.resident.keys().copied().collect()
+    }
+}
+
+impl Policy for Belady {
+    fn access(&mut self, key: u64, size: u32) -> bool {
+        // Past the precomputed stream (a caller that looked up more than it announced): no future known.
+        let next = self.future.get(self.pos).copied().unwrap_or(NEVER);
+        self.pos += 1;
+        if let Some(entry) = self.resident.get_mut(&key) {
+            self.by_next_use.remove(&(entry.0, key));
+            entry.0 = next;
+            self.by_next_use.insert((next, key));
+            return true;
+        }
+        if u64::from(size) > self.capacity {
+            return false;
+        }
+        while self.used + u64::from(size) > self.capacity {
+            let (_, victim) = self.by_next_use.pop_last().expect("a cache over capacity holds entries");
+            let (_, victim_size) = self.resident.remove(&victim).expect("indexed entries are resident");
+            self.used -= u64::from(victim_size);
+        }
+        self.resident.insert(key, (next, size));
+        self.by_next_use.insert((next, key));
+        self.used += u64::from(size);
+        false
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        match self.resident.remove(&key) {
+            Some((next, size)) => {
+                self.by_next_use.remove(&(next, key));
+                self.used -= u64::from(size);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.resident.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(keys: &[u64], capacity: u64) -> u64 {
+        let mut b = Belady::new(capacity, next_access(keys).into(), 0);
+        keys.iter().map(|&k| b.access(k, 1) as u64).sum()
+    }
+
+    #[test]
+    fn evicts_the_farthest_next_use() {
+        // cap 2: 1m 2m 3m(evicts 2: next use of 1 is at 3, of 2 at 5, of 3 at 4) 1h 3h 2m
+        assert_eq!(next_access(&[1, 2, 3, 1, 3, 2]), vec![3, 5, 4, NEVER, NEVER, NEVER]);
+        assert_eq!(run(&[1, 2, 3, 1, 3, 2], 2), 2);
+    }
+
+    #[test]
+    fn beats_or_ties_lru_on_a_loop() {
+        // A loop of 3 keys in a cache of 2: LRU never hits; MIN, after the 3 cold misses, hits every other
+        // lookup (positions 3, 5, ..., 29).
+        let keys: Vec<u64> = (0..30).map(|i| i % 3).collect();
+        assert_eq!(run(&keys, 2), 14);
+        let mut lru = crate::policy::Lru::new(2);
+        assert_eq!(keys.iter().filter(|&&k| lru.access(k, 1)).count(), 0);
+    }
+
+    #[test]
+    fn an_emptied_cache_keeps_its_place_in_the_stream() {
+        let keys = [1u64, 1, 1];
+        let mut b = Belady::new(4, next_access(&keys).into(), 0);
+        b.access(1, 1);
+        let mut b = b.emptied();
+        assert!(!b.access(1, 1));
+        assert!(b.access(1, 1));
+        assert_eq!(b.pos, 3);
+    }
+}
