@@ -6,6 +6,7 @@ pub mod error;
 pub mod hash;
 pub mod net;
 pub mod policy;
+pub mod reassembly;
 pub mod sim;
 pub mod trace;
 
