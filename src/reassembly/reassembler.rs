@@ -229,25 +229,30 @@ impl Reassembler {
                 break;
             }
             self.stats.memcap_hits += 1;
-            self.flush(holder, sink);
+            self.flush(holder, None, sink);
         }
     }
 
-    /// Gives up every hole of a connection, both directions.
-    fn flush<S: StreamSink + ?Sized>(&mut self, slot: u32, sink: &mut S) {
+    /// Gives up every hole of a connection, both directions; when it ends (at `end_ts`), also the bytes missing
+    /// before a FIN.
+    fn flush<S: StreamSink + ?Sized>(&mut self, slot: u32, end_ts: Option<i64>, sink: &mut S) {
         let Reassembler { table, stats, .. } = self;
         let conn = table.conn(slot);
         let held = conn.pending_mem();
         for dir in [Direction::Request, Direction::Reply] {
             let mut out = Out { sink: &mut *sink, stats: &mut *stats, conn: conn.id, dir };
-            conn.streams[dir_index(dir)].flush(&mut out);
+            let stream = &mut conn.streams[dir_index(dir)];
+            match end_ts {
+                Some(ts_ns) => stream.end(ts_ns, &mut out),
+                None => stream.flush(&mut out),
+            }
         }
         self.pending_total -= held - conn.pending_mem();
     }
 
     /// Ends an open connection (RST, or FIN both ways) and keeps it as a tombstone for its last segments.
     fn close<S: StreamSink + ?Sized>(&mut self, slot: u32, ts_ns: i64, sink: &mut S) {
-        self.flush(slot, sink);
+        self.flush(slot, Some(ts_ns), sink);
         sink.on_close(self.table.get(slot).id, ts_ns);
         self.table.mark_closed(slot, ts_ns);
     }
@@ -255,7 +260,7 @@ impl Reassembler {
     /// Ends a connection if still open, and forgets it.
     fn forget<S: StreamSink + ?Sized>(&mut self, slot: u32, ts_ns: i64, sink: &mut S) {
         if self.table.get(slot).state == State::Open {
-            self.flush(slot, sink);
+            self.flush(slot, Some(ts_ns), sink);
             sink.on_close(self.table.get(slot).id, ts_ns);
         }
         self.table.remove(slot);

@@ -290,8 +290,8 @@ impl Stream {
         self.recent.forget_before(to);
     }
 
-    /// Stores the parts of `span` (which starts at or after `next`) that no held piece covers, then delivers
-    /// whatever became contiguous. A limit reached gives up every hole of the direction.
+    /// Stores the parts of `span` (which starts at or after `next`) that no held piece covers, and where its
+    /// cut-off tail lies, then delivers whatever became contiguous. A limit reached gives up every hole.
     fn hold<S: StreamSink + ?Sized>(
         &mut self,
         span: Span<'_>,
@@ -300,23 +300,23 @@ impl Stream {
         marks: &mut Marks,
         out: &mut Out<'_, S>,
     ) {
-        if span.data.is_empty() {
-            // Only cut-off bytes, beyond a hole: nothing to hold; the hole will be given up in time.
+        let parts = if span.data.is_empty() { Vec::new() } else { self.uncovered(&span, marks) };
+        if parts.is_empty() && !span.data.is_empty() {
+            marks.repeat = true;
+        }
+        if parts.is_empty() && span.missing == 0 {
             return;
         }
-        let parts = self.uncovered(&span, marks);
-        let Some(&(_, last_end)) = parts.last() else {
-            marks.repeat = true;
-            return;
-        };
-        let cost: u64 = parts.iter().map(|&(a, b)| b - a + PIECE_OVERHEAD).sum();
+        let tail_cost = if span.missing > 0 { PIECE_OVERHEAD } else { 0 };
+        let cost: u64 = parts.iter().map(|&(a, b)| b - a + PIECE_OVERHEAD).sum::<u64>() + tail_cost;
         let over_bytes = self.pending_mem + cost > limits.max_pending_bytes;
         let over_memcap = cost > budget;
         for &(a, b) in &parts {
             let data = span.data[(a - span.off) as usize..(b - span.off) as usize].into();
-            // The cut-off tail goes with the last stored part; the span up to it is lost unless held elsewhere.
-            let missing = if b == last_end && span.missing > 0 { span.end() - b } else { 0 };
-            self.insert(a, Piece { ts_ns: span.ts_ns, data, missing });
+            self.insert(a, Piece { ts_ns: span.ts_ns, data, missing: 0 });
+        }
+        if span.missing > 0 {
+            self.mark_lost(span.off + span.data.len() as u64, span.missing, span.ts_ns);
         }
         // Over a limit, the segment is stored all the same (memory exceeds the limit by at most one segment,
         // within this call) so that giving up every hole still delivers its bytes at their place.
@@ -363,33 +363,49 @@ impl Stream {
         parts
     }
 
-    /// Adds a piece that overlaps no other, keeping `breaks` and `pending_mem` right.
-    fn insert(&mut self, start: u64, piece: Piece) {
+    /// Records that the `n` bytes from offset `at` were cut off by the capture: as the cut-off tail of the
+    /// piece whose data reaches `at`, or else as a piece of its own with no data.
+    fn mark_lost(&mut self, at: u64, n: u64, ts_ns: i64) {
+        if let Some((&p_start, piece)) = self.pending.range_mut(..=at).next_back() {
+            let p_end = p_start + piece.data.len() as u64;
+            if p_end >= at {
+                piece.missing = piece.missing.max((at + n).saturating_sub(p_end));
+                return;
+            }
+        }
+        self.insert(at, Piece { ts_ns, data: Box::default(), missing: n });
+    }
+
+    /// Adds a piece whose data overlaps no other. A data-less piece (a lost tail) at the same offset is merged.
+    fn insert(&mut self, start: u64, mut piece: Piece) {
+        if let Some(old) = self.remove_at(start) {
+            piece.missing = piece.missing.max(old.missing.saturating_sub(piece.data.len() as u64));
+        }
         let end = start + piece.data.len() as u64;
         let before_end = self.pending.range(..start).next_back().map(|(&s, p)| s + p.data.len() as u64);
         let after_start = self.pending.range(start + 1..).next().map(|(&s, _)| s);
-        let breaks = self.breaks as i64
-            + match (before_end, after_start) {
-                (Some(b), Some(a)) => i64::from(b < start) + i64::from(end < a) - i64::from(b < a),
-                (Some(b), None) => i64::from(b < start),
-                // The next piece was first (its hole was the front hole); now it follows the new one.
-                (None, Some(a)) => i64::from(end < a),
-                (None, None) => 0,
-            };
-        self.breaks = breaks as u32;
+        self.breaks = self.breaks + u32::from(before_end.is_some_and(|b| b < start)) + u32::from(after_start.is_some_and(|a| end < a))
+            - u32::from(matches!((before_end, after_start), (Some(b), Some(a)) if b < a));
         self.pending_mem += piece.cost();
         self.pending.insert(start, piece);
     }
 
-    fn pop_first(&mut self) -> Option<(u64, Piece)> {
-        let (start, piece) = self.pending.pop_first()?;
-        if let Some((&after, _)) = self.pending.first_key_value() {
-            if start + (piece.data.len() as u64) < after {
-                self.breaks -= 1;
-            }
-        }
+    /// Takes a piece out, keeping `breaks` and `pending_mem` right.
+    fn remove_at(&mut self, start: u64) -> Option<Piece> {
+        let piece = self.pending.remove(&start)?;
+        let end = start + piece.data.len() as u64;
+        let before_end = self.pending.range(..start).next_back().map(|(&s, p)| s + p.data.len() as u64);
+        let after_start = self.pending.range(start..).next().map(|(&s, _)| s);
+        self.breaks = self.breaks + u32::from(matches!((before_end, after_start), (Some(b), Some(a)) if b < a))
+            - u32::from(before_end.is_some_and(|b| b < start))
+            - u32::from(after_start.is_some_and(|a| end < a));
         self.pending_mem -= piece.cost();
-        Some((start, piece))
+        Some(piece)
+    }
+
+    fn pop_first(&mut self) -> Option<(u64, Piece)> {
+        let start = *self.pending.first_key_value()?.0;
+        self.remove_at(start).map(|piece| (start, piece))
     }
 
     /// Delivers held pieces that continue the stream. Holes are reported as gaps when their bytes are known
@@ -444,6 +460,16 @@ impl Stream {
     /// Gives up every hole: delivers all held bytes, with gaps for what is missing between them.
     pub fn flush<S: StreamSink + ?Sized>(&mut self, out: &mut Out<'_, S>) {
         self.drain(NOTHING_LOST, u64::MAX, out);
+    }
+
+    /// The connection ends: every hole is given up, and bytes missing before a FIN seen are a gap too.
+    pub fn end<S: StreamSink + ?Sized>(&mut self, ts_ns: i64, out: &mut Out<'_, S>) {
+        self.flush(out);
+        if let Some(fin) = self.fin {
+            if self.next < fin {
+                self.skip_to(fin, ts_ns, out);
+            }
+        }
     }
 
     /// Frees all memory (the connection is closed; nothing more will be delivered).

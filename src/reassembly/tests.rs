@@ -521,3 +521,15 @@ fn conn_ids_are_dense_in_order_of_first_appearance() {
     let rec = run(&mut r, &segs);
     assert_eq!(rec.opens(), (0..5).map(|i| (i, true)).collect::<Vec<_>>());
 }
+
+#[test]
+fn bytes_missing_before_a_fin_are_a_gap_when_the_connection_ends() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    // The segment before the FIN (1004..1007) is never captured.
+    segs.extend([seg(REQ, 1001, b"abc"), with(seg(REQ, 1007, b""), TcpFlags::FIN | TcpFlags::ACK)]);
+    let mut rec = run(&mut r, &segs);
+    assert_eq!(rec.text(0, REQ), "abc");
+    r.finish(&mut rec);
+    assert_eq!(rec.text(0, REQ), "abc<3>");
+}
