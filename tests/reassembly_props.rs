@@ -307,6 +307,7 @@ fn replay(specs: &[Spec], capture: &[Cap], limits: Limits) -> Result<(Collect, R
         prop_assert!(r.pending_bytes() <= memcap, "held {} > memcap {}", r.pending_bytes(), memcap);
     }
     r.finish(&mut sink);
+    prop_assert_eq!(r.pending_bytes(), 0);
     prop_assert!(sink.violations.is_empty(), "{:?}", sink.violations);
     prop_assert!(sink.closed.iter().all(|&c| c), "a connection was never closed");
     prop_assert_eq!(sink.opened.len(), specs.len());

@@ -65,7 +65,7 @@ pub struct Limits {
     /// instead of opening a new, mid-stream connection.
     pub closed_timeout_ns: i64,
     /// Bytes of recently delivered data kept per direction to check retransmitted bytes against (overlap
-    /// conflicts); 0 turns the check off for delivered data.
+    /// conflicts), rounded up to a power of two (at most 1 MiB); 0 turns the check off for delivered data.
     pub overlap_window: u32,
 }
 

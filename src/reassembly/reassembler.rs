@@ -11,8 +11,6 @@
 //! memcap, so that this scan over the table is paid rarely). The number of connections is capped the same
 //! way: the oldest tombstone, else the connection idle the longest, makes room.
 
-use std::net::SocketAddr;
-
 use super::table::{Conn, FlowKey, State, Table};
 use super::{dir_index, opposite, Direction, Limits, Out, ReassemblyStats, StreamSink, PIECE_OVERHEAD};
 use crate::net::{TcpFlags, TcpSegment};
@@ -22,7 +20,7 @@ pub const DEFAULT_REDIS_PORT: u16 = 6379;
 
 pub struct Reassembler {
     /// Bitset over the 65536 ports: set for Redis (server) ports.
-    redis_ports: Vec<u64>,
+    redis_ports: Box<[u64; 1024]>,
     limits: Limits,
     table: Table,
     next_id: u32,
@@ -34,7 +32,7 @@ pub struct Reassembler {
 impl Reassembler {
     /// `redis_ports`: the ports that identify the server side (empty: 6379).
     pub fn new(redis_ports: &[u16], limits: Limits) -> Reassembler {
-        let mut bits = vec![0u64; 1024];
+        let mut bits = Box::new([0u64; 1024]);
         let ports = if redis_ports.is_empty() { &[DEFAULT_REDIS_PORT][..] } else { redis_ports };
         for &p in ports {
             bits[usize::from(p >> 6)] |= 1 << (p & 63);
@@ -70,21 +68,25 @@ impl Reassembler {
     pub fn process<S: StreamSink + ?Sized>(&mut self, seg: &TcpSegment<'_>, sink: &mut S) {
         self.stats.segments += 1;
         self.stats.payload_bytes += seg.payload.len() as u64;
-        let Some((dir, client, server)) = self.classify(seg) else {
+        let Some(dir) = self.classify(seg) else {
             self.stats.non_redis_segments += 1;
             return;
         };
         self.expire(seg.ts_ns, sink);
         let syn = seg.flags.has(TcpFlags::SYN);
-        let slot = match self.table.find(&FlowKey::new(client, server)) {
-            None => self.open(client, server, seg, sink),
+        let key = match dir {
+            Direction::Request => FlowKey::new(&seg.src, &seg.dst),
+            Direction::Reply => FlowKey::new(&seg.dst, &seg.src),
+        };
+        let slot = match self.table.find(&key) {
+            None => self.open(key, dir, seg, sink),
             Some(slot) => {
                 let conn = self.table.get(slot);
                 let closed = conn.state == State::Closed;
                 if syn && (closed || conn.streams[dir_index(dir)].is_foreign_syn(seg.seq)) {
                     self.stats.port_reuses += 1;
                     self.forget(slot, seg.ts_ns, sink);
-                    self.open(client, server, seg, sink)
+                    self.open(key, dir, seg, sink)
                 } else if closed {
                     self.stats.segments_after_close += 1;
                     return;
@@ -103,35 +105,32 @@ impl Reassembler {
             let last = self.table.get(slot).last_ts;
             self.forget(slot, last, sink);
         }
+        // Closed connections hold nothing, and every open one was just flushed: `pending_total` is back to 0.
         self.table = Table::new();
-        self.pending_total = 0;
     }
 
     fn is_redis(&self, port: u16) -> bool {
         self.redis_ports[usize::from(port >> 6)] >> (port & 63) & 1 == 1
     }
 
-    /// Direction, client and server of a segment, or None when neither side is on a Redis port.
-    fn classify(&self, seg: &TcpSegment<'_>) -> Option<(Direction, SocketAddr, SocketAddr)> {
-        let dir = match (self.is_redis(seg.src.port()), self.is_redis(seg.dst.port())) {
-            (false, true) => Direction::Request,
-            (true, false) => Direction::Reply,
-            (false, false) => return None,
-            (true, true) => self.guess_direction(seg),
-        };
-        Some(match dir {
-            Direction::Request => (dir, seg.src, seg.dst),
-            Direction::Reply => (dir, seg.dst, seg.src),
-        })
+    /// Direction of a segment, or None when neither side is on a Redis port.
+    #[inline]
+    fn classify(&self, seg: &TcpSegment<'_>) -> Option<Direction> {
+        match (self.is_redis(seg.src.port()), self.is_redis(seg.dst.port())) {
+            (false, true) => Some(Direction::Request),
+            (true, false) => Some(Direction::Reply),
+            (false, false) => None,
+            (true, true) => Some(self.guess_direction(seg)),
+        }
     }
 
     /// Both ports are Redis ports (two servers replicating, or a client bound to one): a connection already
     /// known decides, else the handshake, else the lower port is taken for the server.
     fn guess_direction(&self, seg: &TcpSegment<'_>) -> Direction {
-        if self.table.find(&FlowKey::new(seg.src, seg.dst)).is_some() {
+        if self.table.find(&FlowKey::new(&seg.src, &seg.dst)).is_some() {
             return Direction::Request;
         }
-        if self.table.find(&FlowKey::new(seg.dst, seg.src)).is_some() {
+        if self.table.find(&FlowKey::new(&seg.dst, &seg.src)).is_some() {
             return Direction::Reply;
         }
         if seg.flags.has(TcpFlags::SYN) {
@@ -145,13 +144,7 @@ impl Reassembler {
     }
 
     /// Opens a connection for `seg`, making room in the table first.
-    fn open<S: StreamSink + ?Sized>(
-        &mut self,
-        client: SocketAddr,
-        server: SocketAddr,
-        seg: &TcpSegment<'_>,
-        sink: &mut S,
-    ) -> u32 {
+    fn open<S: StreamSink + ?Sized>(&mut self, key: FlowKey, dir: Direction, seg: &TcpSegment<'_>, sink: &mut S) -> u32 {
         while self.table.len() >= self.limits.max_connections.max(1) {
             if let Some(slot) = self.table.oldest_closed() {
                 self.table.remove(slot);
@@ -168,12 +161,37 @@ impl Reassembler {
         let mid_stream = !seg.flags.has(TcpFlags::SYN);
         self.stats.connections += 1;
         self.stats.mid_stream_connections += u64::from(mid_stream);
+        let (client, server) = match dir {
+            Direction::Request => (seg.src, seg.dst),
+            Direction::Reply => (seg.dst, seg.src),
+        };
         sink.on_open(id, client, server, seg.ts_ns, mid_stream);
-        self.table.insert(Conn::new(id, client, server, seg.ts_ns, self.limits.overlap_window))
+        self.table.insert(Conn::new(id, key, seg.ts_ns, self.limits.overlap_window))
     }
 
     /// One segment of an open connection.
+    #[inline]
     fn segment<S: StreamSink + ?Sized>(&mut self, slot: u32, dir: Direction, seg: &TcpSegment<'_>, sink: &mut S) {
+        let plain = seg.flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 && seg.missing_tail == 0;
+        let d = dir_index(dir);
+        let Reassembler { table, stats, .. } = self;
+        let conn = table.conn(slot);
+        let mut out = Out { sink: &mut *sink, stats, conn: conn.id, dir };
+        // The fast path: the next expected bytes, nothing held, no control flag.
+        if plain && conn.streams[d].take_next(seg.seq, seg.payload, seg.ts_ns, &mut out) {
+            if seg.flags.has(TcpFlags::ACK) {
+                let peer = &mut conn.streams[1 - d];
+                let held_before = peer.pending_mem();
+                out.dir = opposite(dir);
+                peer.on_ack(seg.ack, &mut out);
+                self.pending_total -= held_before - peer.pending_mem();
+            }
+            return;
+        }
+        self.segment_slow(slot, dir, seg, sink);
+    }
+
+    fn segment_slow<S: StreamSink + ?Sized>(&mut self, slot: u32, dir: Direction, seg: &TcpSegment<'_>, sink: &mut S) {
         let flags = seg.flags;
         if flags.has(TcpFlags::RST) {
             self.close(slot, seg.ts_ns, sink);

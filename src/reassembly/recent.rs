@@ -4,7 +4,8 @@
 //! the stream (a broken middlebox, a checksum-failed packet, an injection). The first version was delivered
 //! and stays; the disagreement is counted. Keeping every delivered byte would defeat the zero-copy fast path,
 //! so only a small ring of the most recent `window` bytes is kept (retransmissions almost always repeat the
-//! latest bytes); older repeated bytes go unchecked. Bytes before a gap are forgotten: across a gap the ring
+//! latest bytes); older repeated bytes go unchecked. The window is rounded up to a power of two so that
+//! placing bytes in the ring is a mask, not a division. Bytes before a gap are forgotten: across a gap the ring
 //! would hold bytes at the wrong offsets.
 
 pub(super) struct Recent {
@@ -25,13 +26,13 @@ impl Recent {
         if window == 0 {
             return;
         }
-        if self.ring.len() != window as usize {
-            self.ring = vec![0; window as usize];
+        if self.ring.is_empty() {
+            self.ring = vec![0; window.min(1 << 20).next_power_of_two() as usize];
         }
         let w = self.ring.len();
         let tail = &data[data.len().saturating_sub(w)..];
         let start = end - tail.len() as u64;
-        let at = (start % w as u64) as usize;
+        let at = start as usize & (w - 1);
         let first = tail.len().min(w - at);
         self.ring[at..at + first].copy_from_slice(&tail[..first]);
         self.ring[..tail.len() - first].copy_from_slice(&tail[first..]);
@@ -50,7 +51,7 @@ impl Recent {
         }
         let lo = off.max(self.valid_from).max(end.saturating_sub(w));
         let hi = (off + data.len() as u64).min(end);
-        (lo..hi).any(|o| self.ring[(o % w) as usize] != data[(o - off) as usize])
+        (lo..hi).any(|o| self.ring[(o & (w - 1)) as usize] != data[(o - off) as usize])
     }
 
     /// Frees the ring (the connection is closed).

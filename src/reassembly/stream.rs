@@ -175,6 +175,18 @@ impl Stream {
         }
     }
 
+    /// The fast path: when `seq` is exactly the next expected byte, nothing is held and no FIN was seen,
+    /// delivers `data` straight from the capture buffer and answers true; otherwise does nothing.
+    #[inline]
+    pub fn take_next<S: StreamSink + ?Sized>(&mut self, seq: u32, data: &[u8], ts_ns: i64, out: &mut Out<'_, S>) -> bool {
+        let next_seq = seq::seq_at(self.base_seq, self.next);
+        if !self.started || seq != next_seq || !self.pending.is_empty() || self.fin.is_some() {
+            return false;
+        }
+        self.deliver(ts_ns, data, out);
+        true
+    }
+
     /// Takes a segment's bytes at offset `off` (from `offset_of`): `data`, then `missing` bytes the capture cut.
     /// `budget` is what the global memcap still allows this direction to hold.
     pub fn receive<S: StreamSink + ?Sized>(

@@ -11,11 +11,12 @@ use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 
 use super::stream::Stream;
-use crate::hash::BuildU64Hasher;
+use crate::hash::{mix64, BuildU64Hasher};
 
 const NIL: u32 = u32::MAX;
 
-/// A connection's identity: client and server endpoints (IPv4 addresses stored IPv6-mapped).
+/// A connection's identity: client and server endpoints. IPv4 pairs keep their 32-bit addresses; a pair with
+/// any IPv6 side is flagged `v6` and holds 128-bit addresses (IPv4 ones mapped), so the two never collide.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct FlowKey {
     client_ip: u128,
@@ -26,29 +27,31 @@ pub(super) struct FlowKey {
 }
 
 impl FlowKey {
-    pub fn new(client: SocketAddr, server: SocketAddr) -> FlowKey {
-        let ip = |a: IpAddr| match a {
-            IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
-            IpAddr::V6(v6) => u128::from(v6),
+    #[inline]
+    pub fn new(client: &SocketAddr, server: &SocketAddr) -> FlowKey {
+        let (client_ip, server_ip, v6) = match (client, server) {
+            (SocketAddr::V4(c), SocketAddr::V4(s)) => (u128::from(c.ip().to_bits()), u128::from(s.ip().to_bits()), false),
+            _ => (ip_bits(client.ip()), ip_bits(server.ip()), true),
         };
-        FlowKey {
-            client_ip: ip(client.ip()),
-            server_ip: ip(server.ip()),
-            client_port: client.port(),
-            server_port: server.port(),
-            v6: client.is_ipv6() || server.is_ipv6(),
-        }
+        FlowKey { client_ip, server_ip, client_port: client.port(), server_port: server.port(), v6 }
+    }
+}
+
+/// An address as 128 bits, IPv4 as IPv4-mapped IPv6 (only used when the key is flagged `v6`).
+fn ip_bits(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().to_bits(),
+        IpAddr::V6(v6) => v6.to_bits(),
     }
 }
 
 impl Hash for FlowKey {
-    // Five 64-bit words through `U64Hasher`, each one a mix64 round: cheaper than hashing two SocketAddrs.
+    // One word to `U64Hasher` (which mixes it once more): the client side and the server side are folded
+    // independently, so the two multiply chains run side by side instead of one after the other.
     fn hash<H: Hasher>(&self, h: &mut H) {
-        h.write_u64(self.client_ip as u64);
-        h.write_u64((self.client_ip >> 64) as u64);
-        h.write_u64(self.server_ip as u64);
-        h.write_u64((self.server_ip >> 64) as u64);
-        h.write_u64(u64::from(self.client_port) << 32 | u64::from(self.server_port) << 1 | u64::from(self.v6));
+        let fold = |ip: u128| (ip as u64) ^ ((ip >> 64) as u64).rotate_left(32);
+        let ports = u64::from(self.client_port) << 32 | u64::from(self.server_port) << 1 | u64::from(self.v6);
+        h.write_u64(mix64(fold(self.client_ip) ^ ports) ^ fold(self.server_ip).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     }
 }
 
@@ -74,10 +77,10 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    pub fn new(id: u32, client: SocketAddr, server: SocketAddr, ts_ns: i64, overlap_window: u32) -> Conn {
+    pub fn new(id: u32, key: FlowKey, ts_ns: i64, overlap_window: u32) -> Conn {
         Conn {
             id,
-            key: FlowKey::new(client, server),
+            key,
             last_ts: ts_ns,
             state: State::Open,
             streams: [Stream::new(overlap_window), Stream::new(overlap_window)],

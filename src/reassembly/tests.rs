@@ -533,3 +533,49 @@ fn bytes_missing_before_a_fin_are_a_gap_when_the_connection_ends() {
     r.finish(&mut rec);
     assert_eq!(rec.text(0, REQ), "abc<3>");
 }
+
+#[test]
+fn when_both_ports_are_redis_ports_the_handshake_decides_and_sticks() {
+    let mut r = Reassembler::new(&[6379, 6380], Limits::default());
+    let (a, b) = (addr("10.0.0.1:6380"), addr("10.0.0.2:6379"));
+    let mk = |src, dst, seq, flags, payload: &'static [u8]| TcpSegment {
+        ts_ns: 0,
+        src,
+        dst,
+        seq,
+        ack: 0,
+        flags: TcpFlags(flags),
+        payload,
+        missing_tail: 0,
+    };
+    // a opens to b: a is the client although b's port is the lower one.
+    let segs = [
+        mk(a, b, 10, TcpFlags::SYN, b""),
+        mk(b, a, 90, TcpFlags::SYN | TcpFlags::ACK, b""),
+        mk(a, b, 11, TcpFlags::ACK, b"SYNC\r\n"),
+        mk(b, a, 91, TcpFlags::ACK, b"+FULLRESYNC\r\n"),
+    ];
+    let rec = run(&mut r, &segs);
+    assert!(matches!(rec.events[0], Event::Open { client, server, .. } if client == a && server == b));
+    assert_eq!((rec.text(0, REQ), rec.text(0, REP)), ("SYNC\r\n".into(), "+FULLRESYNC\r\n".into()));
+    assert_eq!(r.stats().connections, 1);
+}
+
+#[test]
+fn ipv6_and_ipv4_flows_are_told_apart() {
+    let mut r = reassembler();
+    let mut v6 = seg(REQ, 1, b"six");
+    v6.src = addr("[::ffff:10.0.0.1]:40000");
+    v6.dst = addr("[::ffff:10.0.0.2]:6379");
+    let rec = run(&mut r, &[seg(REQ, 1, b"four"), v6]);
+    assert_eq!((rec.text(0, REQ), rec.text(1, REQ)), ("four".into(), "six".into()));
+}
+
+#[test]
+fn gaps_carry_the_timestamp_of_the_bytes_after_them() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs.extend([at(seg(REQ, 1001, b"a"), 1), at(seg(REQ, 1003, b"c"), 3), at(acking(seg(REP, 5001, b""), 1004), 4)]);
+    let rec = run(&mut r, &segs);
+    assert!(rec.events.contains(&Event::Gap { conn: 0, dir: REQ, ts: 3, n: 1 }));
+}
