@@ -4,38 +4,20 @@
 //! As in Suricata's stream-tcp-reassemble.c, but for an offline reader:
 //! - `next` is the first offset not yet accounted for: every byte before it was delivered or reported lost.
 //! - A segment starting at `next` while nothing is held goes to the sink straight from the capture buffer (the
-//!   fast path: no copy). One starting later is copied into `pending`, a BTreeMap keyed by offset.
+//!   fast path: no copy). One starting later is copied into `held`, keyed by offset.
 //! - Bytes seen first win: a repeated range is dropped (a retransmission when all of a segment was seen, an
-//!   overlap when part was), and only the parts no held piece covers are stored, so pieces never overlap. A
-//!   repeat whose bytes differ from the first copy is an overlap conflict (checked against held pieces, and
-//!   against the `Recent` window of delivered bytes).
+//!   overlap when part was); held pieces never overlap (`held.rs`). A repeat whose bytes differ from the first
+//!   copy is an overlap conflict (checked against held pieces, and against the `Recent` window of delivered
+//!   bytes).
 //! - Bytes a snap length cut from a segment (`missing`) are lost for good: once they reach the front of the
-//!   stream they are reported as a gap at once, unless another held piece carries them.
+//!   stream they are reported as a gap at once, unless a held piece carries them.
 //! - The front hole (from `next` to the first held piece) waits until the caller gives it up: when the peer
 //!   has acknowledged data beyond it (`acked`), or when a limit is reached, or the connection ends; then it is
 //!   reported as a gap and delivery continues with the piece after it.
-//!
-//! `breaks` counts held pieces not contiguous with the piece before them, so the number of holes is known
-//! without scanning: one front hole whenever anything is held, plus the breaks.
 
-use std::collections::BTreeMap;
-
+use super::held::{Held, Piece};
 use super::recent::Recent;
 use super::{seq, Limits, Out, StreamSink, PIECE_OVERHEAD};
-
-/// A held segment, or the part of one that no other held piece covers.
-struct Piece {
-    ts_ns: i64,
-    data: Box<[u8]>,
-    /// Bytes right after `data` that the capture cut off.
-    missing: u64,
-}
-
-impl Piece {
-    fn cost(&self) -> u64 {
-        self.data.len() as u64 + PIECE_OVERHEAD
-    }
-}
 
 /// A segment's bytes at their stream offset: `data`, then `missing` bytes the capture does not have.
 #[derive(Clone, Copy)]
@@ -93,10 +75,7 @@ pub(super) struct Stream {
     fin: Option<u64>,
     /// Highest offset the peer has acknowledged.
     acked: u64,
-    pending: BTreeMap<u64, Piece>,
-    breaks: u32,
-    /// Bytes held plus `PIECE_OVERHEAD` per piece.
-    pending_mem: u64,
+    held: Held,
     recent: Recent,
     window: u32,
 }
@@ -110,9 +89,7 @@ impl Stream {
             next: 0,
             fin: None,
             acked: 0,
-            pending: BTreeMap::new(),
-            breaks: 0,
-            pending_mem: 0,
+            held: Held::default(),
             recent: Recent::new(),
             window: overlap_window,
         }
@@ -122,8 +99,9 @@ impl Stream {
         self.started
     }
 
+    /// Memory held for out-of-order bytes (bytes plus per-piece overhead).
     pub fn pending_mem(&self) -> u64 {
-        self.pending_mem
+        self.held.mem()
     }
 
     /// Starts the direction at its SYN: offset 0 is the byte after it.
@@ -152,21 +130,12 @@ impl Stream {
 
     /// Bytes at `off` would be held (copied) rather than delivered at once.
     pub fn would_hold(&self, off: i64) -> bool {
-        off > self.next as i64 || !self.pending.is_empty()
-    }
-
-    /// Holes waiting to be filled.
-    pub fn holes(&self) -> u32 {
-        if self.pending.is_empty() {
-            0
-        } else {
-            self.breaks + 1
-        }
+        off > self.next as i64 || !self.held.is_empty()
     }
 
     /// All bytes up to the FIN are accounted for.
     pub fn finished(&self) -> bool {
-        matches!(self.fin, Some(fin) if self.next >= fin && self.pending.is_empty())
+        matches!(self.fin, Some(fin) if self.next >= fin && self.held.is_empty())
     }
 
     pub fn on_fin(&mut self, fin_off: i64) {
@@ -180,7 +149,7 @@ impl Stream {
     #[inline]
     pub fn take_next<S: StreamSink + ?Sized>(&mut self, seq: u32, data: &[u8], ts_ns: i64, out: &mut Out<'_, S>) -> bool {
         let next_seq = seq::seq_at(self.base_seq, self.next);
-        if !self.started || seq != next_seq || !self.pending.is_empty() || self.fin.is_some() {
+        if !self.started || seq != next_seq || !self.held.is_empty() || self.fin.is_some() {
             return false;
         }
         self.deliver(ts_ns, data, out);
@@ -260,12 +229,12 @@ impl Stream {
         out: &mut Out<'_, S>,
     ) {
         if span.off == self.next {
-            let Some((&first, _)) = self.pending.first_key_value() else {
+            let Some((first, _)) = self.held.first() else {
                 self.deliver_direct(span, out);
                 return;
             };
             // The bytes before the first held piece continue the stream: out they go, uncopied.
-            let head = (first - span.off).min(span.data.len() as u64);
+            let head = first.saturating_sub(span.off).min(span.data.len() as u64);
             self.deliver(span.ts_ns, &span.data[..head as usize], out);
             let rest = span.skip(head);
             if rest.data.is_empty() {
@@ -312,23 +281,28 @@ impl Stream {
         marks: &mut Marks,
         out: &mut Out<'_, S>,
     ) {
-        let parts = if span.data.is_empty() { Vec::new() } else { self.uncovered(&span, marks) };
-        if parts.is_empty() && !span.data.is_empty() {
-            marks.repeat = true;
-        }
+        let parts = if span.data.is_empty() {
+            Vec::new()
+        } else {
+            let cov = self.held.coverage(span.off, span.data);
+            marks.overlap |= cov.overlap;
+            marks.conflict |= cov.conflict;
+            marks.repeat |= cov.parts.is_empty();
+            cov.parts
+        };
         if parts.is_empty() && span.missing == 0 {
             return;
         }
         let tail_cost = if span.missing > 0 { PIECE_OVERHEAD } else { 0 };
         let cost: u64 = parts.iter().map(|&(a, b)| b - a + PIECE_OVERHEAD).sum::<u64>() + tail_cost;
-        let over_bytes = self.pending_mem + cost > limits.max_pending_bytes;
+        let over_bytes = self.held.mem() + cost > limits.max_pending_bytes;
         let over_memcap = cost > budget;
         for &(a, b) in &parts {
             let data = span.data[(a - span.off) as usize..(b - span.off) as usize].into();
-            self.insert(a, Piece { ts_ns: span.ts_ns, data, missing: 0 });
+            self.held.insert(a, Piece { ts_ns: span.ts_ns, data, missing: 0 });
         }
         if span.missing > 0 {
-            self.mark_lost(span.off + span.data.len() as u64, span.missing, span.ts_ns);
+            self.held.mark_lost(span.off + span.data.len() as u64, span.missing, span.ts_ns);
         }
         // Over a limit, the segment is stored all the same (memory exceeds the limit by at most one segment,
         // within this call) so that giving up every hole still delivers its bytes at their place.
@@ -343,81 +317,10 @@ impl Stream {
             false
         };
         self.drain(NOTHING_LOST, if give_up { u64::MAX } else { self.acked }, out);
-        if self.holes() > limits.max_holes {
+        if self.held.holes() > limits.max_holes {
             out.stats.holes_limit_hits += 1;
             self.flush(out);
         }
-    }
-
-    /// The ranges of `span.data` that no held piece covers, in order; marks the overlap with held pieces.
-    fn uncovered(&self, span: &Span<'_>, marks: &mut Marks) -> Vec<(u64, u64)> {
-        let (start, end) = (span.off, span.off + span.data.len() as u64);
-        let mut parts = Vec::new();
-        let mut at = start;
-        let before = self.pending.range(..start).next_back();
-        for (&p_start, piece) in before.into_iter().chain(self.pending.range(start..end)) {
-            let p_end = p_start + piece.data.len() as u64;
-            if p_end <= at {
-                continue;
-            }
-            if p_start > at {
-                parts.push((at, p_start));
-            }
-            let (lo, hi) = (p_start.max(at), p_end.min(end));
-            marks.overlap = true;
-            let held = &piece.data[(lo - p_start) as usize..(hi - p_start) as usize];
-            marks.conflict |= held != &span.data[(lo - start) as usize..(hi - start) as usize];
-            at = hi;
-        }
-        if at < end {
-            parts.push((at, end));
-        }
-        parts
-    }
-
-    /// Records that the `n` bytes from offset `at` were cut off by the capture: as the cut-off tail of the
-    /// piece whose data reaches `at`, or else as a piece of its own with no data.
-    fn mark_lost(&mut self, at: u64, n: u64, ts_ns: i64) {
-        if let Some((&p_start, piece)) = self.pending.range_mut(..=at).next_back() {
-            let p_end = p_start + piece.data.len() as u64;
-            if p_end >= at {
-                piece.missing = piece.missing.max((at + n).saturating_sub(p_end));
-                return;
-            }
-        }
-        self.insert(at, Piece { ts_ns, data: Box::default(), missing: n });
-    }
-
-    /// Adds a piece whose data overlaps no other. A data-less piece (a lost tail) at the same offset is merged.
-    fn insert(&mut self, start: u64, mut piece: Piece) {
-        if let Some(old) = self.remove_at(start) {
-            piece.missing = piece.missing.max(old.missing.saturating_sub(piece.data.len() as u64));
-        }
-        let end = start + piece.data.len() as u64;
-        let before_end = self.pending.range(..start).next_back().map(|(&s, p)| s + p.data.len() as u64);
-        let after_start = self.pending.range(start + 1..).next().map(|(&s, _)| s);
-        self.breaks = self.breaks + u32::from(before_end.is_some_and(|b| b < start)) + u32::from(after_start.is_some_and(|a| end < a))
-            - u32::from(matches!((before_end, after_start), (Some(b), Some(a)) if b < a));
-        self.pending_mem += piece.cost();
-        self.pending.insert(start, piece);
-    }
-
-    /// Takes a piece out, keeping `breaks` and `pending_mem` right.
-    fn remove_at(&mut self, start: u64) -> Option<Piece> {
-        let piece = self.pending.remove(&start)?;
-        let end = start + piece.data.len() as u64;
-        let before_end = self.pending.range(..start).next_back().map(|(&s, p)| s + p.data.len() as u64);
-        let after_start = self.pending.range(start..).next().map(|(&s, _)| s);
-        self.breaks = self.breaks + u32::from(matches!((before_end, after_start), (Some(b), Some(a)) if b < a))
-            - u32::from(before_end.is_some_and(|b| b < start))
-            - u32::from(after_start.is_some_and(|a| end < a));
-        self.pending_mem -= piece.cost();
-        Some(piece)
-    }
-
-    fn pop_first(&mut self) -> Option<(u64, Piece)> {
-        let start = *self.pending.first_key_value()?.0;
-        self.remove_at(start).map(|piece| (start, piece))
     }
 
     /// Delivers held pieces that continue the stream. Holes are reported as gaps when their bytes are known
@@ -425,10 +328,9 @@ impl Stream {
     /// before `give_up_until`; the first hole that is neither stops delivery.
     fn drain<S: StreamSink + ?Sized>(&mut self, mut lost: Lost, give_up_until: u64, out: &mut Out<'_, S>) {
         loop {
-            let first = self.pending.first_key_value().map(|(&start, piece)| (start, piece.ts_ns));
-            match first {
+            match self.held.first() {
                 Some((start, _)) if start <= self.next => {
-                    let Some((start, piece)) = self.pop_first() else { return };
+                    let Some((start, piece)) = self.held.pop_first() else { return };
                     let end = start + piece.data.len() as u64;
                     if end > self.next {
                         let fresh = &piece.data[(self.next - start) as usize..];
@@ -462,10 +364,10 @@ impl Stream {
             return;
         }
         self.acked = acked as u64;
-        if matches!(self.pending.first_key_value(), Some((&first, _)) if first <= self.acked) {
-            let holes = self.holes();
+        if matches!(self.held.first(), Some((first, _)) if first <= self.acked) {
+            let holes = self.held.holes();
             self.drain(NOTHING_LOST, self.acked, out);
-            out.stats.holes_given_up_by_ack += u64::from(holes - self.holes());
+            out.stats.holes_given_up_by_ack += u64::from(holes - self.held.holes());
         }
     }
 
@@ -486,9 +388,7 @@ impl Stream {
 
     /// Frees all memory (the connection is closed; nothing more will be delivered).
     pub fn release(&mut self) {
-        self.pending = BTreeMap::new();
-        self.breaks = 0;
-        self.pending_mem = 0;
+        self.held.clear();
         self.recent.release();
     }
 }
