@@ -6,6 +6,7 @@ pub mod error;
 pub mod hash;
 pub mod net;
 pub mod policy;
+pub mod resp;
 pub mod sim;
 pub mod trace;
 
