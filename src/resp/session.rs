@@ -268,6 +268,9 @@ impl Session {
     /// Commands may have been lost on the request side: their replies will follow those of the commands
     /// already waiting, which can still be paired.
     fn commands_lost(&mut self, out: &mut impl FnMut(&Command)) {
+        // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
+        // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
+        self.modes.client_reply = ClientReply::On;
         if self.pairing == Pairing::Synced {
             let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
             self.pairing = Pairing::Draining(self.skip + waiting as u64);

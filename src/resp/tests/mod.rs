@@ -3,3 +3,5 @@
 mod frames;
 mod losses;
 mod pairing;
+mod props;
+mod traffic;
