@@ -453,6 +453,21 @@ impl Session {
         self.emit_ready(out);
     }
 
+    /// A reply that cannot be the one the pairing expects: pairing is lost, and since the replies of the
+    /// commands waiting are probably still to come (nothing reported them lost), a turn needs them first.
+    fn contradiction(&mut self, out: &mut impl FnMut(&Command)) {
+        self.stats.contradictions += 1;
+        self.stats.unpaired_replies += 1;
+        let waiting: Vec<i64> =
+            self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).map(|p| p.cmd.end_ts).collect();
+        let after = std::mem::take(&mut self.owed.ends);
+        self.lose_pairing(out);
+        for end in waiting.into_iter().chain(after) {
+            self.owed.push(end);
+        }
+        self.owed.answer(self.rep.frame.start_ts);
+    }
+
     fn on_frame(&mut self, out: &mut impl FnMut(&Command)) {
         let Some(&top) = self.rep.frame.nodes.first() else {
             self.stats.unpaired_replies += 1;
@@ -487,16 +502,12 @@ impl Session {
         }
         let Some(&p) = self.queue.get(self.cursor) else {
             // A reply with no command waiting: something was lost that nobody reported.
-            self.stats.unpaired_replies += 1;
-            self.stats.contradictions += 1;
-            self.lose_pairing(out);
+            self.contradiction(out);
             return;
         };
         let fits = queued || p.cmd.truncated || compatible(p.class, p.cmd.argc, &top);
         if ts < p.cmd.end_ts || !fits {
-            self.stats.unpaired_replies += 1;
-            self.stats.contradictions += 1;
-            self.lose_pairing(out);
+            self.contradiction(out);
             return;
         }
         let i = self.cursor;

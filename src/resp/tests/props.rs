@@ -46,7 +46,7 @@ proptest! {
         seed: u64, batches in 1usize..40, max_chunk in 1usize..400, batch_wait: bool,
     ) {
         let t = generate(seed, batches);
-        let d = Delivery { max_chunk, batch_wait, loss_per_mille: 0, start: (0, 0) };
+        let d = Delivery { max_chunk, batch_wait, interleave: false, loss_per_mille: 0, start: (0, 0) };
         let out = deliver(&t, seed.rotate_left(7), d, Session::new(Limits::default()));
         let pairs: Vec<_> = out.got.iter().map(|g| (g.args.clone(), g.reply.clone())).collect();
         prop_assert_eq!(pairs, expected(&t));
@@ -59,6 +59,7 @@ proptest! {
     #[test]
     fn lost_chunks_never_pair_wrongly(
         seed: u64, batches in 1usize..60, max_chunk in 1usize..300, loss in 1u32..150, small_queue: bool,
+        interleave: bool,
     ) {
         let t = generate(seed, batches);
         let limits = if small_queue {
@@ -66,7 +67,7 @@ proptest! {
         } else {
             Limits::default()
         };
-        let d = Delivery { max_chunk, batch_wait: true, loss_per_mille: loss, start: (0, 0) };
+        let d = Delivery { max_chunk, batch_wait: true, interleave, loss_per_mille: loss, start: (0, 0) };
         let out = deliver(&t, seed.rotate_left(13), d, Session::new(limits));
         honest(&t, &out.got)?;
         prop_assert_eq!(out.stats.commands, out.got.len() as u64);
@@ -79,7 +80,7 @@ proptest! {
     ) {
         let t = generate(seed, batches);
         let start = mid_stream_start(&t, at % batches, sending, into);
-        let d = Delivery { max_chunk, batch_wait: true, loss_per_mille: 0, start };
+        let d = Delivery { max_chunk, batch_wait: true, interleave: false, loss_per_mille: 0, start };
         let out = deliver(&t, seed.rotate_left(17), d, Session::mid_stream(Limits::default()));
         honest(&t, &out.got)?;
         prop_assert_eq!(out.stats.unknown_replies, unknowns(&out.got));
@@ -124,7 +125,7 @@ proptest! {
                 bytes[i] = rng.next() as u8;
             }
         }
-        let d = Delivery { max_chunk, batch_wait: false, loss_per_mille: 10, start: (0, 0) };
+        let d = Delivery { max_chunk, batch_wait: false, interleave: false, loss_per_mille: 10, start: (0, 0) };
         let out = deliver(&t, seed, d, Session::new(small_limits()));
         prop_assert!(out.peak_memory <= MEMORY_BOUND, "held {} bytes", out.peak_memory);
         prop_assert_eq!(out.stats.commands, out.got.len() as u64);
@@ -160,7 +161,7 @@ fn pairing_recovers_after_losses() {
     let (mut paired, mut commands, mut resyncs, mut mid_paired, mut mid_commands) = (0, 0, 0, 0, 0);
     for seed in 0..200u64 {
         let t = generate(seed, 40);
-        let d = Delivery { max_chunk: 200, batch_wait: true, loss_per_mille: 20, start: (0, 0) };
+        let d = Delivery { max_chunk: 200, batch_wait: true, interleave: false, loss_per_mille: 20, start: (0, 0) };
         let out = deliver(&t, seed, d, Session::new(Limits::default()));
         honest(&t, &out.got).unwrap();
         paired += out.stats.paired;

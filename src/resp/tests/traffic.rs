@@ -245,6 +245,8 @@ pub struct Delivery {
     /// The client waits for all replies of a batch before it sends the next, and the server answers a
     /// batch once it has all of it (what the loss-recovery rules assume).
     pub batch_wait: bool,
+    /// With `batch_wait`: the server may answer a command before the rest of its batch is sent.
+    pub interleave: bool,
     /// Chance that a chunk is lost (reported as a gap), per mille.
     pub loss_per_mille: u32,
     /// Offsets in (requests, replies) where the capture begins (a mid-stream start).
@@ -280,7 +282,8 @@ pub fn deliver(t: &Traffic, seed: u64, d: Delivery, mut session: Session) -> Out
             let b = t.batch.get(sent).copied().unwrap_or(batches);
             let prev_replies = if b == 0 { 0 } else { rep_batch_end[b - 1] };
             let req_limit = if rp >= prev_replies && b < batches { req_batch_end[b] } else { rq };
-            (req_limit, prev_replies)
+            let causal = if sent == 0 { 0 } else { t.rep_end[sent - 1] };
+            (req_limit, if d.interleave { causal } else { prev_replies })
         } else {
             (t.req.len(), if sent == 0 { 0 } else { t.rep_end[sent - 1] })
         };
