@@ -7,6 +7,8 @@ pub mod error;
 pub mod hash;
 pub mod net;
 pub mod policy;
+pub mod reassembly;
+pub mod resp;
 pub mod sim;
 pub mod trace;
 

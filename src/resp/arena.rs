@@ -1,0 +1,101 @@
+//! Per-connection storage that is written at the back and released from the front, as commands queue up and
+//! leave: one `Vec` per kind of item (argument bytes, argument spans, reply lengths), addressed by a virtual
+//! position that keeps counting up, so releasing the front never renumbers what is still held. Storage is
+//! compacted when more than half of it is released, and reused from then on: no allocation per command or
+//! argument once a connection has warmed up.
+
+/// Where one argument (or field name) sits, relative to the start of its command's (or reply's) bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+/// A FIFO of items in one contiguous `Vec`, addressed by virtual positions.
+#[derive(Debug)]
+pub(crate) struct Fifo<T> {
+    items: Vec<T>,
+    /// Virtual position of `items[0]`.
+    base: u64,
+    /// Items before this virtual position are released.
+    released: u64,
+}
+
+impl<T: Copy> Fifo<T> {
+    pub fn new() -> Fifo<T> {
+        Fifo { items: Vec::new(), base: 0, released: 0 }
+    }
+
+    /// Virtual position of the next item pushed.
+    #[inline]
+    pub fn end(&self) -> u64 {
+        self.base + self.items.len() as u64
+    }
+
+    #[inline]
+    pub fn push(&mut self, item: T) {
+        self.items.push(item);
+    }
+
+    #[inline]
+    pub fn extend(&mut self, items: &[T]) {
+        self.items.extend_from_slice(items);
+    }
+
+    /// Items from virtual position `start`, `len` of them. Positions must be held (not released, pushed).
+    #[inline]
+    pub fn slice(&self, start: u64, len: usize) -> &[T] {
+        let from = (start - self.base) as usize;
+        &self.items[from..from + len]
+    }
+
+    /// Drops everything from virtual position `end` on (an unfinished command being abandoned).
+    pub fn truncate(&mut self, end: u64) {
+        self.items.truncate((end - self.base) as usize);
+    }
+
+    /// Releases everything before virtual position `upto`; compacts when most of the storage is released.
+    pub fn release(&mut self, upto: u64) {
+        self.released = self.released.max(upto);
+        let dead = (self.released - self.base) as usize;
+        if dead == self.items.len() {
+            self.base = self.released;
+            self.items.clear();
+        } else if dead > 4096 && dead * 2 > self.items.len() {
+            self.items.drain(..dead);
+            self.base = self.released;
+        }
+    }
+
+    /// Items held (released ones included until compaction), for memory accounting.
+    pub fn held(&self) -> usize {
+        self.items.len()
+    }
+}
+
+/// The arguments of one command: `args.get(0)` is the command name as sent.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgsView<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) spans: &'a [Span],
+}
+
+impl<'a> ArgsView<'a> {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+    pub fn get(&self, i: usize) -> Option<&'a [u8]> {
+        let s = self.spans.get(i)?;
+        Some(&self.bytes[s.start as usize..(s.start + s.len) as usize])
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let bytes = self.bytes;
+        self.spans.iter().map(move |s| &bytes[s.start as usize..(s.start + s.len) as usize])
+    }
+}
+
+/// The field names of an HGETALL reply, in the order the server sent them.
+pub type FieldsView<'a> = ArgsView<'a>;

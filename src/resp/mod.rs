@@ -1,0 +1,131 @@
+//! Redis traffic of one TCP connection in, commands paired with summaries of their replies out.
+//!
+//! The reassembler hands a [`Session`] the bytes of both directions as they were captured, in chunks of any
+//! size, with their capture times and the gaps where bytes were lost. Two streaming parsers read them:
+//! `request` turns client bytes into argument lists (RESP arrays and inline commands, credentials redacted
+//! as they are read), `reply` turns server bytes into summaries (kind, lengths, HGETALL field names) while
+//! skipping every value byte. `session` pairs them: Redis answers the commands of a connection in order, so
+//! each reply belongs to the oldest command still waiting, with the exceptions the protocol defines
+//! (MULTI/EXEC, pub/sub, RESP3 pushes, CLIENT REPLY). After a gap the pairing is unknown until a point where
+//! it is certain again (`session` explains when); commands in between are reported with `Reply::Unknown`.
+//!
+//! The protocol is Redis's RESP2 and RESP3 as specified in the Redis documentation ("Redis serialization
+//! protocol specification"); the parsers follow the server's own limits (`proto-max-bulk-len`, inline
+//! commands up to 64 KiB) so that hostile bytes are refused before anything is allocated.
+
+mod arena;
+mod command;
+mod line;
+mod redact;
+mod reply;
+mod request;
+mod resync;
+mod session;
+mod summary;
+
+#[cfg(test)]
+mod testgen;
+#[cfg(test)]
+mod tests;
+
+pub use crate::net::Direction;
+pub use arena::{ArgsView, FieldsView};
+pub use command::{Command, Reply};
+pub use redact::REDACTED;
+pub use session::Session;
+
+/// Bounds on what one connection may make us parse or hold. Input beyond the protocol bounds is invalid
+/// (counted, then resynchronized); input beyond the memory bounds is summarized less precisely, never buffered.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Longest bulk string accepted (Redis's `proto-max-bulk-len`, 512 MiB by default).
+    pub max_bulk_len: u64,
+    /// Most elements one array, set, push or map header may announce (a map counts its pairs).
+    pub max_aggregate_len: u64,
+    /// Deepest nesting of aggregates.
+    pub max_depth: usize,
+    /// Longest simple-string, error or inline-command line (Redis's inline limit is 64 KiB).
+    pub max_line_len: usize,
+    /// Arguments longer than this are not stored: they come out empty and are counted in `elided_args`.
+    pub max_arg_bytes: u32,
+    /// Bytes of arguments (plus 8 per argument) stored for one command; a longer command is not emitted.
+    pub max_command_bytes: u32,
+    /// Commands waiting for their reply; beyond it the oldest is emitted with `Reply::Unknown`.
+    pub max_pending_commands: usize,
+    /// Argument bytes held for waiting commands; beyond it the oldest is emitted with `Reply::Unknown`.
+    pub max_pending_bytes: usize,
+    /// Elements described per reply (an array's elements, or an EXEC's replies and their elements); a larger
+    /// reply is summarized as `Reply::Other`.
+    pub max_reply_elements: usize,
+    /// Bytes of HGETALL field names kept per reply; a reply with more is summarized as `Reply::Other`.
+    pub max_field_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_bulk_len: 512 << 20,
+            max_aggregate_len: 1 << 24,
+            max_depth: 64,
+            max_line_len: 64 << 10,
+            max_arg_bytes: 1 << 20,
+            max_command_bytes: 16 << 20,
+            max_pending_commands: 100_000,
+            max_pending_bytes: 16 << 20,
+            max_reply_elements: 1 << 18,
+            max_field_bytes: 4 << 20,
+        }
+    }
+}
+
+/// Counts over one connection (add them up across connections). Every byte or frame that did not end up in
+/// a paired command is in one of these.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RespStats {
+    /// Commands emitted.
+    pub commands: u64,
+    /// Commands emitted with the reply the server sent them.
+    pub paired: u64,
+    /// Commands emitted with `Reply::Unknown`: their reply was lost, unpairable or never seen.
+    pub unknown_replies: u64,
+    /// Commands emitted with `Reply::NoReply` (CLIENT REPLY OFF/SKIP, transactions discarded or aborted).
+    pub no_reply: u64,
+    /// Commands cut by a gap or by invalid bytes: the server got them whole, we did not; not emitted.
+    pub damaged_commands: u64,
+    /// Commands longer than `max_command_bytes`: their reply is consumed, the command not emitted.
+    pub oversized_commands: u64,
+    /// Arguments not stored for being longer than `max_arg_bytes`.
+    pub elided_args: u64,
+    /// Arguments replaced by [`REDACTED`] (passwords, user names of AUTH, HELLO, ...).
+    pub redacted_args: u64,
+    /// Inline (telnet-style) commands among `commands`.
+    pub inline_commands: u64,
+    /// Reply frames that answered no known command (after a gap, or with nothing waiting).
+    pub unpaired_replies: u64,
+    /// Out-of-band frames: RESP3 pushes, pub/sub messages and extra confirmations, MONITOR output.
+    pub pushes: u64,
+    /// Replies summarized as `Other` because they exceeded `max_reply_elements` or `max_field_bytes`.
+    pub oversized_replies: u64,
+    /// Gaps reported by the reassembler, and the bytes they lost, per direction.
+    pub request_gaps: u64,
+    pub reply_gaps: u64,
+    pub request_gap_bytes: u64,
+    pub reply_gap_bytes: u64,
+    /// Bytes that were not RESP (or not a frame we could place), per direction.
+    pub invalid_requests: u64,
+    pub invalid_replies: u64,
+    /// Bytes skipped while looking for the next command start or frame boundary.
+    pub request_skipped_bytes: u64,
+    pub reply_skipped_bytes: u64,
+    /// Times the request stream was picked up again at a plausible command start.
+    pub request_resyncs: u64,
+    /// Times the reply stream was picked up again at a frame boundary.
+    pub reply_resyncs: u64,
+    /// Times pairing became certain again after a loss.
+    pub pairing_resyncs: u64,
+    /// Replies that could not belong to the command they would pair with (too early, or of the wrong shape):
+    /// evidence of a loss nobody reported; pairing stops until it is certain again.
+    pub contradictions: u64,
+    /// Commands emitted with `Reply::Unknown` because the pending queue was full.
+    pub queue_overflows: u64,
+}

@@ -1,0 +1,494 @@
+//! The request side: a streaming parser of client commands, RESP arrays of bulk strings
+//! (`*3\r\n$5\r\nHMGET\r\n...`) and inline commands (`HMGET a b c\r\n`, as telnet and redis-cli's inline
+//! mode send), into argument lists stored in the connection's `ArgStore`.
+//!
+//! Like the reply parser it is a state machine that takes every byte once, however the stream is chunked:
+//! argument payloads are copied straight from the chunk into the store, so nothing is buffered but a cut
+//! header line (and an inline line, which Redis also caps at 64 KiB). Credentials are recognized before
+//! their bytes are read (`redact`) and are never copied. Over-long arguments are skipped by length.
+//!
+//! Invalid bytes (and gaps) switch the parser to resynchronization: it skips to the next plausible command
+//! start (`resync`), keeping at most a few dozen bytes across chunks to judge a candidate cut in two.
+
+use std::mem;
+
+use super::arena::{Fifo, Span};
+use super::line::{parse_int, LineReader};
+use super::redact::{Redactor, REDACTED};
+use super::resync::{scan, Scan, MAX_CANDIDATE};
+use super::Limits;
+use crate::trace::tokenize::{split_args, Span as Token};
+
+/// The arguments of the commands a connection holds: bytes, and spans into them.
+pub(crate) struct ArgStore {
+    pub bytes: Fifo<u8>,
+    pub spans: Fifo<Span>,
+}
+
+impl ArgStore {
+    pub fn new() -> ArgStore {
+        ArgStore { bytes: Fifo::new(), spans: Fifo::new() }
+    }
+}
+
+/// A complete command; its arguments are `argc` spans from `spans_start`, relative to `bytes_start`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Parsed {
+    pub ts: i64,
+    /// Capture time of the chunk holding the command's last byte.
+    pub end_ts: i64,
+    pub bytes_start: u64,
+    pub bytes_len: u32,
+    pub spans_start: u64,
+    pub argc: u32,
+    pub elided: u32,
+    /// Longer than `max_command_bytes`: not all arguments were stored.
+    pub truncated: bool,
+    pub inline: bool,
+    /// The caller's mark (the reply bytes seen) when the command's first byte arrived.
+    pub mark: u64,
+}
+
+/// What the parser found, in stream order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    Command(Parsed),
+    /// Invalid bytes: what follows them until the next command start is lost.
+    Lost,
+}
+
+/// Counts the session adds to its stats.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RequestCounts {
+    pub invalid: u64,
+    pub skipped: u64,
+    pub resyncs: u64,
+    pub damaged: u64,
+    pub elided: u64,
+    pub redacted: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Between commands.
+    Idle,
+    /// In the `*<argc>` line.
+    Count,
+    /// At the `$` of an argument.
+    ArgHeader,
+    /// In the `$<len>` line.
+    ArgLine,
+    Payload { left: u64, store: bool },
+    Crlf(u8),
+    Inline,
+    /// Looking for a plausible command start.
+    Resync,
+}
+
+pub(crate) struct RequestParser {
+    limits: Limits,
+    state: State,
+    lines: LineReader,
+    cmd: Parsed,
+    /// Arguments announced by the array header, and read so far.
+    want: u32,
+    got: u32,
+    stored: u64,
+    redactor: Redactor,
+    inline: Vec<u8>,
+    tokens: Vec<Token>,
+    unquoted: Vec<u8>,
+    /// Bytes of an undecided resync candidate cut by the end of a chunk, and that chunk's time.
+    carry: Vec<u8>,
+    carry_ts: i64,
+    pub counts: RequestCounts,
+}
+
+impl RequestParser {
+    /// A parser at a command boundary, or (`resyncing`) at an unknown point of the stream.
+    pub fn new(limits: Limits, resyncing: bool) -> RequestParser {
+        RequestParser {
+            limits,
+            state: if resyncing { State::Resync } else { State::Idle },
+            lines: LineReader::default(),
+            cmd: Parsed {
+                ts: 0,
+                end_ts: 0,
+                bytes_start: 0,
+                bytes_len: 0,
+                spans_start: 0,
+                argc: 0,
+                elided: 0,
+                truncated: false,
+                inline: false,
+                mark: 0,
+            },
+            want: 0,
+            got: 0,
+            stored: 0,
+            redactor: Redactor::default(),
+            inline: Vec::new(),
+            tokens: Vec::new(),
+            unquoted: Vec::new(),
+            carry: Vec::new(),
+            carry_ts: 0,
+            counts: RequestCounts::default(),
+        }
+    }
+
+    /// Looking for a command start: the stream is at an unknown point.
+    pub fn resyncing(&self) -> bool {
+        self.state == State::Resync
+    }
+
+    /// Inside a command.
+    pub fn mid_command(&self) -> bool {
+        !matches!(self.state, State::Idle | State::Resync)
+    }
+
+    pub fn held_bytes(&self) -> usize {
+        self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.tokens.capacity() * 24
+    }
+
+    /// Parses a chunk; complete commands are appended to `out`.
+    pub fn advance(&mut self, mut data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) {
+        while !data.is_empty() {
+            if self.state == State::Resync {
+                match self.resync(data, ts, mark, store, out) {
+                    Some(i) => data = &data[i..],
+                    None => return,
+                }
+                continue;
+            }
+            let n = self.run(data, ts, mark, store, out);
+            data = &data[n..];
+        }
+    }
+
+    /// Bytes were lost: the command in progress is damaged, and the next one must be searched for.
+    pub fn gap(&mut self, store: &mut ArgStore) {
+        self.abandon(store);
+        self.state = State::Resync;
+        self.carry.clear();
+    }
+
+    /// The stream ended: a command in progress is damaged.
+    pub fn finish(&mut self, store: &mut ArgStore) {
+        self.abandon(store);
+        self.state = State::Idle;
+    }
+
+    fn abandon(&mut self, store: &mut ArgStore) {
+        if self.mid_command() {
+            self.counts.damaged += 1;
+            self.drop_command(store);
+        }
+        self.lines.clear();
+    }
+
+    fn drop_command(&mut self, store: &mut ArgStore) {
+        store.bytes.truncate(self.cmd.bytes_start);
+        store.spans.truncate(self.cmd.spans_start);
+        self.inline.fill(0);
+        self.inline.clear();
+    }
+
+    fn invalid(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
+        self.counts.invalid += 1;
+        out.push(Event::Lost);
+        if self.mid_command() {
+            self.drop_command(store);
+        }
+        self.lines.clear();
+        self.state = State::Resync;
+    }
+
+    /// Parses until the data ends (returns its length) or turns out invalid (returns where; now resyncing).
+    fn run(&mut self, data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) -> usize {
+        let mut pos = 0;
+        while pos < data.len() {
+            let ok = match self.state {
+                State::Idle => {
+                    self.begin(ts, mark, store);
+                    if data[pos] == b'*' {
+                        pos += 1;
+                        self.state = State::Count;
+                    } else {
+                        self.cmd.inline = true;
+                        self.state = State::Inline;
+                    }
+                    true
+                }
+                State::Count => match self.lines.read(data, &mut pos, 20) {
+                    Ok(Some(line)) => self.on_count(parse_int(line.bytes(data))),
+                    Ok(None) => true,
+                    Err(()) => false,
+                },
+                State::ArgHeader => {
+                    pos += 1;
+                    self.state = State::ArgLine;
+                    data[pos - 1] == b'$'
+                }
+                State::ArgLine => match self.lines.read(data, &mut pos, 20) {
+                    Ok(Some(line)) => self.on_arg_len(parse_int(line.bytes(data)), store),
+                    Ok(None) => true,
+                    Err(()) => false,
+                },
+                State::Payload { left, store: keep } => self.payload(data, &mut pos, left, keep, ts, store, out),
+                State::Crlf(seen) => {
+                    pos += 1;
+                    if data[pos - 1] != b"\r\n"[seen as usize] {
+                        false
+                    } else {
+                        if seen == 0 {
+                            self.state = State::Crlf(1);
+                        } else {
+                            self.arg_done(ts, store, out);
+                        }
+                        true
+                    }
+                }
+                State::Inline => self.inline(data, &mut pos, ts, store, out),
+                State::Resync => return pos,
+            };
+            if !ok {
+                self.invalid(store, out);
+                return pos;
+            }
+        }
+        data.len()
+    }
+
+    fn begin(&mut self, ts: i64, mark: u64, store: &ArgStore) {
+        self.cmd = Parsed {
+            ts,
+            end_ts: ts,
+            bytes_start: store.bytes.end(),
+            bytes_len: 0,
+            spans_start: store.spans.end(),
+            argc: 0,
+            elided: 0,
+            truncated: false,
+            inline: false,
+            mark,
+        };
+        self.want = 0;
+        self.got = 0;
+        self.stored = 0;
+        self.redactor = Redactor::default();
+    }
+
+    fn on_count(&mut self, n: Option<i64>) -> bool {
+        match n {
+            // Redis ignores empty and null arrays on the request side.
+            Some(n) if n <= 0 => {
+                self.state = State::Idle;
+                true
+            }
+            Some(n) if n as u64 <= self.limits.max_aggregate_len => {
+                self.want = n as u32;
+                self.state = State::ArgHeader;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn on_arg_len(&mut self, n: Option<i64>, store: &mut ArgStore) -> bool {
+        let Some(n) = n.filter(|&n| n >= 0 && n as u64 <= self.limits.max_bulk_len) else {
+            return false;
+        };
+        let n = n as u64;
+        let keep = self.open_arg(n, store);
+        self.state = State::Payload { left: n, store: keep };
+        true
+    }
+
+    /// Decides what becomes of the next argument (`len` bytes): stored, redacted, elided or (the command
+    /// being too long) dropped; true when its bytes are to be copied.
+    fn open_arg(&mut self, len: u64, store: &mut ArgStore) -> bool {
+        if self.cmd.truncated {
+            return false;
+        }
+        let start = (store.bytes.end() - self.cmd.bytes_start) as u32;
+        if self.redactor.redact(self.got) {
+            self.counts.redacted += 1;
+            store.bytes.extend(REDACTED);
+            store.spans.push(Span { start, len: REDACTED.len() as u32 });
+            self.stored += 8 + REDACTED.len() as u64;
+            return false;
+        }
+        if self.stored + 8 + len.min(self.limits.max_arg_bytes as u64 + 1) > self.limits.max_command_bytes as u64 {
+            self.cmd.truncated = true;
+            return false;
+        }
+        self.stored += 8;
+        if len > self.limits.max_arg_bytes as u64 {
+            self.counts.elided += 1;
+            self.cmd.elided += 1;
+            store.spans.push(Span { start, len: 0 });
+            return false;
+        }
+        self.stored += len;
+        store.spans.push(Span { start, len: len as u32 });
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn payload(
+        &mut self,
+        data: &[u8],
+        pos: &mut usize,
+        left: u64,
+        keep: bool,
+        ts: i64,
+        store: &mut ArgStore,
+        out: &mut Vec<Event>,
+    ) -> bool {
+        let avail = (data.len() - *pos) as u64;
+        if avail >= left + 2 {
+            let end = *pos + left as usize;
+            if keep {
+                store.bytes.extend(&data[*pos..end]);
+            }
+            if &data[end..end + 2] != b"\r\n" {
+                *pos = end;
+                return false;
+            }
+            *pos = end + 2;
+            self.arg_done(ts, store, out);
+            return true;
+        }
+        let n = left.min(avail) as usize;
+        if keep {
+            store.bytes.extend(&data[*pos..*pos + n]);
+        }
+        *pos += n;
+        self.state = if n as u64 == left { State::Crlf(0) } else { State::Payload { left: left - n as u64, store: keep } };
+        true
+    }
+
+    fn arg_done(&mut self, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) {
+        let held = store.spans.end() - self.cmd.spans_start;
+        if held > self.got as u64 {
+            let span = store.spans.slice(store.spans.end() - 1, 1)[0];
+            let arg = store.bytes.slice(self.cmd.bytes_start + span.start as u64, span.len as usize);
+            self.redactor.observe(self.got, arg);
+        }
+        self.got += 1;
+        if self.got == self.want {
+            self.complete(ts, store, out);
+        } else {
+            self.state = State::ArgHeader;
+        }
+    }
+
+    fn complete(&mut self, ts: i64, store: &ArgStore, out: &mut Vec<Event>) {
+        self.cmd.end_ts = ts;
+        self.cmd.argc = (store.spans.end() - self.cmd.spans_start) as u32;
+        self.cmd.bytes_len = (store.bytes.end() - self.cmd.bytes_start) as u32;
+        out.push(Event::Command(self.cmd));
+        self.state = State::Idle;
+    }
+
+    fn inline(&mut self, data: &[u8], pos: &mut usize, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let rest = &data[*pos..];
+        let max = self.limits.max_line_len;
+        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+            self.inline.extend_from_slice(rest);
+            *pos = data.len();
+            return self.inline.len() <= max;
+        };
+        *pos += nl + 1;
+        let mut line = mem::take(&mut self.inline);
+        line.extend_from_slice(&rest[..nl]);
+        let ok = line.len() <= max && self.inline_line(&line, ts, store, out);
+        line.fill(0);
+        line.clear();
+        self.inline = line;
+        ok
+    }
+
+    fn inline_line(&mut self, line: &[u8], ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let mut tokens = mem::take(&mut self.tokens);
+        let mut unquoted = mem::take(&mut self.unquoted);
+        let ok = split_args(line, &mut tokens, &mut unquoted).is_ok();
+        if ok {
+            for t in &tokens {
+                let arg = t.get(line, &unquoted);
+                if self.open_arg(arg.len() as u64, store) {
+                    store.bytes.extend(arg);
+                    self.redactor.observe(self.got, arg);
+                }
+                self.got += 1;
+            }
+        }
+        unquoted.fill(0);
+        self.tokens = tokens;
+        self.unquoted = unquoted;
+        if !ok {
+            return false;
+        }
+        if self.got == 0 {
+            // Redis skips empty lines: no command, no reply.
+            self.state = State::Idle;
+        } else {
+            self.complete(ts, store, out);
+        }
+        true
+    }
+
+    /// Looks for the next command start; returns where in `data` parsing goes on, None if all was taken.
+    fn resync(&mut self, data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) -> Option<usize> {
+        if !self.carry.is_empty() {
+            let c = self.carry.len();
+            let k = data.len().min(MAX_CANDIDATE);
+            let mut joined = [0u8; 2 * MAX_CANDIDATE];
+            joined[..c].copy_from_slice(&self.carry);
+            joined[c..c + k].copy_from_slice(&data[..k]);
+            match scan(&joined[..c + k], c) {
+                Scan::Found(i) => {
+                    self.counts.skipped += i as u64;
+                    self.counts.resyncs += 1;
+                    self.state = State::Idle;
+                    let carry = mem::take(&mut self.carry);
+                    let n = self.run(&carry[i..], self.carry_ts, mark, store, out);
+                    // Invalid inside the carry: its rest is skipped, the search goes on in `data`.
+                    self.counts.skipped += (c - i - n) as u64;
+                    self.carry = carry;
+                    self.carry.clear();
+                    return Some(0);
+                }
+                Scan::Undecided(i) => {
+                    self.counts.skipped += i as u64;
+                    self.carry.drain(..i);
+                    self.carry.extend_from_slice(data);
+                    return None;
+                }
+                Scan::Nothing => {
+                    self.counts.skipped += c as u64;
+                    self.carry.clear();
+                }
+            }
+        }
+        match scan(data, data.len()) {
+            Scan::Found(i) => {
+                self.counts.skipped += i as u64;
+                self.counts.resyncs += 1;
+                self.state = State::Idle;
+                Some(i)
+            }
+            Scan::Undecided(i) => {
+                self.counts.skipped += i as u64;
+                self.carry.extend_from_slice(&data[i..]);
+                self.carry_ts = ts;
+                None
+            }
+            Scan::Nothing => {
+                self.counts.skipped += data.len() as u64;
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,720 @@
+//! One connection: commands read from the client's bytes wait in a queue until the server's bytes answer
+//! them, and leave in the order they were sent.
+//!
+//! Pairing. Redis answers a connection's commands in order, so each reply goes to the oldest command still
+//! waiting for one (`cursor`). The exceptions: commands that get no reply (CLIENT REPLY OFF/SKIP); commands
+//! queued by MULTI, which get `+QUEUED` and their real reply as an element of EXEC's array (or none, when
+//! the transaction is discarded or aborted); RESP3 pushes and pub/sub messages, which answer nothing; and
+//! SUBSCRIBE-like commands, whose first confirmation is their reply and the others are pushes.
+//!
+//! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies
+//! of an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from
+//! then on. A request-side gap loses an unknown number of commands, whose replies will come after those of
+//! the commands already waiting: these are still paired (`Draining`), later ones are not. Pairing resumes at
+//! a *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one
+//! before C's first byte), after the server had answered something since the previous command ended, with
+//! the reply parser at a frame boundary, and with every command seen since the loss plausibly answered (as
+//! many replies started after each had ended as there are such commands). Then all the client had sent has
+//! been answered, if the client waits for its replies before it sends more (request-response, or pipelines
+//! of batches as redis-py sends them): C's reply is the next frame. When the reply stream itself lost its
+//! frame boundaries, a first turn restarts the reply parser (a new reply begins after a quiet turn) and a
+//! second one resumes pairing. A client that pipelines without ever waiting offers no turn and its commands
+//! stay `Unknown`. Two checks catch what slips through: a reply that starts before its command ended, or
+//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`).
+
+use std::collections::VecDeque;
+
+use super::arena::ArgsView;
+use super::command::Command;
+use super::reply::{Kind, Plan, ReplyParser, Step};
+use super::request::{ArgStore, Event, Parsed, RequestParser};
+use super::summary::{
+    classify, compatible, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
+};
+use super::{Direction, Limits, RespStats};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// For its reply.
+    Reply,
+    /// Answered `+QUEUED`: for EXEC's reply.
+    Exec,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    cmd: Parsed,
+    class: Class,
+    wait: Wait,
+    reply: Stored,
+    reply_ts: Option<i64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pairing {
+    Synced,
+    /// After a request-side gap: this many replies still belong to commands sent before it.
+    Draining(u64),
+    Unsynced,
+}
+
+/// How the connection replies, as far as its commands and replies have told.
+#[derive(Clone, Copy, Debug)]
+struct Modes {
+    client_reply: ClientReply,
+    proto: u8,
+    subscribed: bool,
+    /// A SUBSCRIBE-like command was sent (its confirmation may not have been seen).
+    maybe_subscribed: bool,
+    monitor: bool,
+}
+
+/// End times of the commands sent since a loss, each waiting for a reply that started after it ended.
+struct Owed {
+    ends: VecDeque<i64>,
+    cap: usize,
+    /// Entries dropped for room, and the latest of their end times.
+    dropped: u64,
+    dropped_end: i64,
+}
+
+impl Owed {
+    fn push(&mut self, end: i64) {
+        if self.ends.len() >= self.cap {
+            if let Some(e) = self.ends.pop_front() {
+                self.dropped += 1;
+                self.dropped_end = self.dropped_end.max(e);
+            }
+        }
+        self.ends.push_back(end);
+    }
+    /// A reply frame started at `ts`: it may answer the oldest owed command that had ended by then.
+    fn answer(&mut self, ts: i64) {
+        if self.dropped > 0 {
+            if self.dropped_end <= ts {
+                self.dropped -= 1;
+            }
+        } else if self.ends.front().is_some_and(|&e| e <= ts) {
+            self.ends.pop_front();
+        }
+    }
+    fn settled(&self) -> bool {
+        self.dropped == 0 && self.ends.is_empty()
+    }
+    fn clear(&mut self) {
+        self.ends.clear();
+        self.dropped = 0;
+        self.dropped_end = i64::MIN;
+    }
+}
+
+pub struct Session {
+    limits: Limits,
+    stats: RespStats,
+    req: RequestParser,
+    rep: ReplyParser,
+    args: ArgStore,
+    replies: ReplyStore,
+    /// Replies in `replies` not yet emitted.
+    store_users: usize,
+    events: Vec<Event>,
+    queue: VecDeque<Pending>,
+    /// Index of the first command waiting for its reply (`queue.len()` when none is).
+    cursor: usize,
+    pairing: Pairing,
+    /// The reply parser's frame boundaries are the stream's (false after a reply-side loss).
+    framed: bool,
+    modes: Modes,
+    owed: Owed,
+    reply_bytes: u64,
+    last_reply_ts: Option<i64>,
+    /// End of the latest command, or time of the latest request-side gap.
+    prev_end: i64,
+    /// Replies still to come for commands evicted from a full queue while waiting.
+    skip: u64,
+    /// A queued command was evicted: EXEC's array no longer lines up with the queue.
+    tx_broken: bool,
+}
+
+impl Session {
+    /// A session for a connection seen from its first byte.
+    pub fn new(limits: Limits) -> Session {
+        Session::with_start(limits, false)
+    }
+
+    /// A session for a connection picked up mid-stream: both directions start at unknown points.
+    pub fn mid_stream(limits: Limits) -> Session {
+        Session::with_start(limits, true)
+    }
+
+    fn with_start(limits: Limits, mid: bool) -> Session {
+        Session {
+            limits,
+            stats: RespStats::default(),
+            req: RequestParser::new(limits, mid),
+            rep: ReplyParser::new(limits),
+            args: ArgStore::new(),
+            replies: ReplyStore::new(),
+            store_users: 0,
+            events: Vec::new(),
+            queue: VecDeque::new(),
+            cursor: 0,
+            pairing: if mid { Pairing::Unsynced } else { Pairing::Synced },
+            framed: !mid,
+            modes: Modes {
+                client_reply: ClientReply::On,
+                proto: 2,
+                subscribed: false,
+                maybe_subscribed: false,
+                monitor: false,
+            },
+            owed: Owed { ends: VecDeque::new(), cap: limits.max_pending_commands, dropped: 0, dropped_end: i64::MIN },
+            reply_bytes: 0,
+            last_reply_ts: None,
+            prev_end: i64::MIN,
+            skip: 0,
+            tx_broken: false,
+        }
+    }
+
+    pub fn stats(&self) -> &RespStats {
+        &self.stats
+    }
+
+    /// Bytes of memory the session holds (capacities), for checking the bounds.
+    pub fn memory_bytes(&self) -> usize {
+        self.req.held_bytes()
+            + self.rep.held_bytes()
+            + self.args.bytes.held()
+            + self.args.spans.held() * 8
+            + self.replies.lens.held() * 8
+            + self.replies.bytes.held()
+            + self.replies.spans.held() * 8
+            + self.queue.capacity() * std::mem::size_of::<Pending>()
+            + self.owed.ends.capacity() * 8
+    }
+
+    /// Bytes of one direction, captured at `ts_ns`. Commands whose reply became known are passed to `out`.
+    pub fn on_data(&mut self, dir: Direction, ts_ns: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
+        match dir {
+            Direction::Request => self.on_request(ts_ns, data, out),
+            Direction::Reply => self.on_reply(ts_ns, data, out),
+        }
+        self.copy_counts();
+    }
+
+    /// `missing` bytes of one direction were lost before the data that follows (`ts_ns`: when that was seen).
+    pub fn on_gap(&mut self, dir: Direction, ts_ns: i64, missing: u64, out: &mut impl FnMut(&Command)) {
+        match dir {
+            Direction::Request => {
+                self.stats.request_gaps += 1;
+                self.stats.request_gap_bytes += missing;
+                self.req.gap(&mut self.args);
+                self.prev_end = self.prev_end.max(ts_ns);
+                self.commands_lost(out);
+            }
+            Direction::Reply => {
+                self.stats.reply_gaps += 1;
+                self.stats.reply_gap_bytes += missing;
+                self.lose_frames();
+                self.lose_pairing(out);
+            }
+        }
+        self.copy_counts();
+    }
+
+    /// The connection closed or the capture ended: every command still waiting is emitted, its reply unknown.
+    pub fn finish(&mut self, out: &mut impl FnMut(&Command)) {
+        self.req.finish(&mut self.args);
+        self.lose_pairing(out);
+        self.copy_counts();
+    }
+
+    fn copy_counts(&mut self) {
+        let c = &self.req.counts;
+        let s = &mut self.stats;
+        s.invalid_requests = c.invalid;
+        s.request_skipped_bytes = c.skipped;
+        s.request_resyncs = c.resyncs;
+        s.damaged_commands = c.damaged;
+        s.elided_args = c.elided;
+        s.redacted_args = c.redacted;
+    }
+
+    // ---- requests ----
+
+    fn on_request(&mut self, ts: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        let skipped = self.req.counts.skipped;
+        self.req.advance(data, ts, self.reply_bytes, &mut self.args, &mut events);
+        if self.req.counts.skipped > skipped {
+            // Skipped bytes may have held commands: a turn needs a reply after them.
+            self.prev_end = self.prev_end.max(ts);
+        }
+        for &event in &events {
+            match event {
+                Event::Command(cmd) => self.on_command(cmd, out),
+                Event::Lost => {
+                    self.prev_end = self.prev_end.max(ts);
+                    self.commands_lost(out);
+                }
+            }
+        }
+        self.events = events;
+    }
+
+    /// Commands may have been lost on the request side: their replies will follow those of the commands
+    /// already waiting, which can still be paired.
+    fn commands_lost(&mut self, out: &mut impl FnMut(&Command)) {
+        // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
+        // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
+        self.modes.client_reply = ClientReply::On;
+        if self.pairing == Pairing::Synced {
+            let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
+            self.pairing = Pairing::Draining(self.skip + waiting as u64);
+            self.drain_check(out);
+        }
+    }
+
+    fn args_of(&self, cmd: &Parsed) -> ArgsView<'_> {
+        ArgsView {
+            bytes: self.args.bytes.slice(cmd.bytes_start, cmd.bytes_len as usize),
+            spans: self.args.spans.slice(cmd.spans_start, cmd.argc as usize),
+        }
+    }
+
+    fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
+        let class = classify(self.args_of(&cmd));
+        let expects = self.expects_reply(class);
+        let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None };
+        if !expects {
+            p.wait = Wait::Done;
+            p.reply = Stored::NoReply;
+        } else if self.pairing != Pairing::Synced {
+            if self.pairing == Pairing::Unsynced && self.at_turn(&cmd) {
+                self.pairing = Pairing::Synced;
+                self.stats.pairing_resyncs += 1;
+                self.owed.clear();
+            } else {
+                p.wait = Wait::Done;
+                self.owed.push(cmd.end_ts);
+            }
+        }
+        self.prev_end = self.prev_end.max(cmd.end_ts);
+        self.queue.push_back(p);
+        self.fix_cursor();
+        self.bound_queue(out);
+        self.emit_ready(out);
+    }
+
+    /// Whether the server will reply to a command of `class`, following CLIENT REPLY; notes request-side
+    /// mode changes.
+    fn expects_reply(&mut self, class: Class) -> bool {
+        let m = &mut self.modes;
+        let expects = match (m.client_reply, class) {
+            (_, Class::ClientReply(ClientReply::On)) => true,
+            (_, Class::ClientReply(_)) => false,
+            (ClientReply::On, _) => true,
+            _ => false,
+        };
+        m.client_reply = match (m.client_reply, class) {
+            (_, Class::ClientReply(ClientReply::On)) | (_, Class::Reset) => ClientReply::On,
+            (_, Class::ClientReply(ClientReply::Off)) => ClientReply::Off,
+            (ClientReply::On, Class::ClientReply(ClientReply::Skip)) => ClientReply::Skip,
+            (ClientReply::Skip, _) => ClientReply::On,
+            (mode, _) => mode,
+        };
+        match class {
+            Class::Subscribe(_) => m.maybe_subscribed = true,
+            Class::Reset => m.maybe_subscribed = false,
+            _ => {}
+        }
+        expects
+    }
+
+    /// Whether `cmd` is a turn where pairing can resume (see the module comment). At a turn with the reply
+    /// stream's frame boundaries lost, restarts the reply parser instead.
+    fn at_turn(&mut self, cmd: &Parsed) -> bool {
+        let quiet = cmd.mark == self.reply_bytes
+            && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
+        if !quiet {
+            return false;
+        }
+        if !self.framed {
+            self.rep.reset();
+            self.framed = true;
+            self.stats.reply_resyncs += 1;
+            self.owed.clear();
+            return false;
+        }
+        self.rep.at_boundary() && self.owed.settled()
+    }
+
+    /// Emits the oldest commands while the queue is over its bounds.
+    fn bound_queue(&mut self, out: &mut impl FnMut(&Command)) {
+        loop {
+            let over_count = self.queue.len() > self.limits.max_pending_commands;
+            let over_bytes = match (self.queue.front(), self.queue.back()) {
+                (Some(f), Some(b)) if self.queue.len() > 1 => {
+                    (b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start) as usize > self.limits.max_pending_bytes
+                }
+                _ => false,
+            };
+            if !(over_count || over_bytes) {
+                return;
+            }
+            let Some(front) = self.queue.front_mut() else { return };
+            match front.wait {
+                Wait::Reply => self.skip += 1,
+                Wait::Exec => self.tx_broken = true,
+                Wait::Done => {}
+            }
+            if front.wait != Wait::Done {
+                front.wait = Wait::Done;
+                front.reply = Stored::Unknown;
+                self.stats.queue_overflows += 1;
+            }
+            self.fix_cursor();
+            self.emit_ready(out);
+        }
+    }
+
+    // ---- replies ----
+
+    fn on_reply(&mut self, ts: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
+        self.reply_bytes += data.len() as u64;
+        self.last_reply_ts = Some(ts);
+        if !self.framed {
+            self.stats.reply_skipped_bytes += data.len() as u64;
+            return;
+        }
+        let mut pos = 0;
+        while pos < data.len() {
+            if self.rep.at_boundary() {
+                let plan = self.plan();
+                self.rep.begin(plan);
+            }
+            let (n, step) = self.rep.advance(&data[pos..], ts);
+            pos += n;
+            match step {
+                Step::Frame => self.on_frame(out),
+                Step::More => {}
+                Step::Invalid => {
+                    self.stats.invalid_replies += 1;
+                    self.stats.reply_skipped_bytes += (data.len() - pos) as u64;
+                    self.lose_frames();
+                    self.lose_pairing(out);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// What to keep of the next frame, given the command it will answer.
+    fn plan(&self) -> Plan {
+        let mut plan = Plan { depth: 1, keys_at: 0 };
+        if self.pairing == Pairing::Unsynced || self.skip > 0 {
+            return plan;
+        }
+        match self.queue.get(self.cursor).map(|p| p.class) {
+            Some(Class::Hgetall) => plan.keys_at = 1,
+            Some(Class::Exec) => {
+                plan.depth = 2;
+                let queued = self.queue.iter().take(self.cursor).filter(|p| p.wait == Wait::Exec);
+                if queued.clone().any(|p| p.class == Class::Hgetall) {
+                    plan.keys_at = 2;
+                }
+            }
+            _ => {}
+        }
+        plan
+    }
+
+    fn lose_frames(&mut self) {
+        self.framed = false;
+        self.rep.reset();
+    }
+
+    /// Pairing is lost: every command waiting gets `Unknown`; replies are unpaired until a turn.
+    fn lose_pairing(&mut self, out: &mut impl FnMut(&Command)) {
+        for p in self.queue.iter_mut() {
+            if p.wait != Wait::Done {
+                p.wait = Wait::Done;
+                p.reply = Stored::Unknown;
+            }
+        }
+        self.cursor = self.queue.len();
+        self.pairing = Pairing::Unsynced;
+        self.skip = 0;
+        self.tx_broken = false;
+        self.owed.clear();
+        self.emit_ready(out);
+    }
+
+    /// A reply that cannot be the one the pairing expects: pairing is lost, and since the replies of the
+    /// commands waiting are probably still to come (nothing reported them lost), a turn needs them first.
+    fn contradiction(&mut self, out: &mut impl FnMut(&Command)) {
+        self.stats.contradictions += 1;
+        self.stats.unpaired_replies += 1;
+        let waiting: Vec<i64> =
+            self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).map(|p| p.cmd.end_ts).collect();
+        let after = std::mem::take(&mut self.owed.ends);
+        self.lose_pairing(out);
+        for end in waiting.into_iter().chain(after) {
+            self.owed.push(end);
+        }
+        self.owed.answer(self.rep.frame.start_ts);
+    }
+
+    fn on_frame(&mut self, out: &mut impl FnMut(&Command)) {
+        let Some(&top) = self.rep.frame.nodes.first() else {
+            self.stats.unpaired_replies += 1;
+            return;
+        };
+        let ts = self.rep.frame.start_ts;
+        let queued = is_queued(&self.rep.frame);
+        let pairing = self.pairing != Pairing::Unsynced && self.skip == 0;
+        let cursor_class = self.queue.get(self.cursor).map(|p| p.class);
+        if let Some(oob) = self.out_of_band(&top, cursor_class) {
+            let confirms = match (oob, cursor_class) {
+                (Some(PubSub::Subscribed(a)), Some(Class::Subscribe(b))) => a == b,
+                (Some(PubSub::Unsubscribed(a)), Some(Class::Unsubscribe(b))) => a == b,
+                _ => false,
+            };
+            self.note_pubsub(oob);
+            if !(confirms && pairing) {
+                self.stats.pushes += 1;
+                return;
+            }
+        }
+        if self.pairing == Pairing::Unsynced {
+            self.stats.unpaired_replies += 1;
+            self.owed.answer(ts);
+            return;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            self.stats.unpaired_replies += 1;
+            self.replied(out);
+            return;
+        }
+        let Some(&p) = self.queue.get(self.cursor) else {
+            // A reply with no command waiting: something was lost that nobody reported.
+            self.contradiction(out);
+            return;
+        };
+        let fits = queued || p.cmd.truncated || compatible(p.class, p.cmd.argc, &top);
+        if ts < p.cmd.end_ts || !fits {
+            self.contradiction(out);
+            return;
+        }
+        let i = self.cursor;
+        if self.rep.frame.overflow {
+            self.stats.oversized_replies += 1;
+        }
+        if queued && !matches!(p.class, Class::Exec | Class::Discard | Class::Multi) {
+            self.queue[i].wait = Wait::Exec;
+        } else {
+            let reply = if p.class == Class::Exec {
+                self.pair_exec(ts)
+            } else {
+                summarize(&self.rep.frame, 0, p.class, &mut self.replies)
+            };
+            self.after_reply(p.class, reply);
+            self.set_done(i, reply, ts);
+        }
+        self.replied(out);
+    }
+
+    /// A reply went to the command at the cursor (or an evicted one): move on.
+    fn replied(&mut self, out: &mut impl FnMut(&Command)) {
+        self.fix_cursor();
+        if let Pairing::Draining(n) = &mut self.pairing {
+            *n = n.saturating_sub(1);
+        }
+        self.drain_check(out);
+        self.emit_ready(out);
+    }
+
+    fn drain_check(&mut self, out: &mut impl FnMut(&Command)) {
+        if self.pairing == Pairing::Draining(0) {
+            self.lose_pairing(out);
+        }
+    }
+
+    fn set_done(&mut self, i: usize, reply: Stored, ts: i64) {
+        let p = &mut self.queue[i];
+        p.wait = Wait::Done;
+        p.reply = reply;
+        p.reply_ts = Some(ts);
+        if reply.uses_store() {
+            self.store_users += 1;
+        }
+    }
+
+    /// Is the frame an out-of-band one (push, pub/sub message or confirmation, MONITOR output)? The inner
+    /// option names its pub/sub kind.
+    fn out_of_band(&self, top: &super::reply::Node, cursor: Option<Class>) -> Option<Option<PubSub>> {
+        let tag = self.rep.frame.tag();
+        match top.kind {
+            Kind::Push => Some(tag.and_then(pubsub_kind)),
+            Kind::Array if self.modes.proto == 2 => {
+                let pubsub = self.modes.subscribed
+                    || self.modes.maybe_subscribed
+                    || matches!(cursor, Some(Class::Subscribe(_) | Class::Unsubscribe(_)));
+                if pubsub {
+                    tag.and_then(pubsub_kind).map(Some)
+                } else {
+                    None
+                }
+            }
+            Kind::Simple if self.modes.monitor && tag.is_none() => Some(None),
+            _ => None,
+        }
+    }
+
+    fn note_pubsub(&mut self, kind: Option<PubSub>) {
+        match kind {
+            Some(PubSub::Subscribed(_)) => self.modes.subscribed = true,
+            Some(PubSub::Unsubscribed(_)) => {
+                // The third element is the number of subscriptions left.
+                let nodes = &self.rep.frame.nodes;
+                let left = nodes.iter().filter(|n| n.depth == 1).nth(2);
+                if left.is_some_and(|n| n.kind == Kind::Integer && n.int == 0) {
+                    self.modes.subscribed = false;
+                    self.modes.maybe_subscribed = false;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Mode changes a reply confirms.
+    fn after_reply(&mut self, class: Class, reply: Stored) {
+        let ok = !matches!(reply, Stored::Error);
+        match class {
+            Class::Discard if ok => self.end_transaction(Stored::NoReply),
+            Class::Reset if ok => {
+                self.end_transaction(Stored::NoReply);
+                self.modes.proto = 2;
+                self.modes.subscribed = false;
+                self.modes.monitor = false;
+            }
+            Class::Hello(v) if ok && v != 0 => self.modes.proto = v,
+            Class::Monitor if reply == Stored::Simple => self.modes.monitor = true,
+            _ => {}
+        }
+    }
+
+    /// The queued commands of the open transaction all get `reply`.
+    fn end_transaction(&mut self, reply: Stored) {
+        for p in self.queue.iter_mut().take(self.cursor) {
+            if p.wait == Wait::Exec {
+                p.wait = Wait::Done;
+                p.reply = reply;
+            }
+        }
+        self.tx_broken = false;
+    }
+
+    /// EXEC's reply: its elements go to the queued commands, in order. Returns EXEC's own summary.
+    fn pair_exec(&mut self, ts: i64) -> Stored {
+        let frame = &self.rep.frame;
+        let top = frame.nodes[0];
+        let queued: Vec<usize> = (0..self.cursor).filter(|&i| self.queue[i].wait == Wait::Exec).collect();
+        match top.kind {
+            Kind::Nil | Kind::Null => {
+                self.end_transaction(Stored::NoReply);
+                return Stored::Nil;
+            }
+            Kind::Error | Kind::BulkError => {
+                self.end_transaction(Stored::NoReply);
+                return Stored::Error;
+            }
+            _ => {}
+        }
+        let lines_up = top.kind == Kind::Array && !self.tx_broken && top.len as usize == queued.len();
+        let mut root = 1;
+        let mut replies = Vec::with_capacity(queued.len());
+        if lines_up && !frame.overflow {
+            for &i in &queued {
+                if root >= frame.nodes.len() {
+                    break;
+                }
+                let class = self.queue[i].class;
+                let fits = compatible(class, self.queue[i].cmd.argc, &frame.nodes[root]);
+                replies.push(fits.then(|| summarize(frame, root, class, &mut self.replies)));
+                root = subtree_end(&frame.nodes, root);
+            }
+        }
+        if replies.len() != queued.len() || replies.iter().any(|r| r.is_none()) {
+            if lines_up && !frame.overflow {
+                self.stats.contradictions += 1;
+            }
+            self.end_transaction(Stored::Unknown);
+            return Stored::Other;
+        }
+        for (&i, r) in queued.iter().zip(replies) {
+            self.set_done(i, r.unwrap_or(Stored::Unknown), ts);
+        }
+        self.tx_broken = false;
+        Stored::Other
+    }
+
+    // ---- emission ----
+
+    /// Advances the cursor to the first command still waiting for its reply.
+    fn fix_cursor(&mut self) {
+        while self.cursor < self.queue.len() && self.queue[self.cursor].wait != Wait::Reply {
+            self.cursor += 1;
+        }
+    }
+
+    /// Emits the commands at the front of the queue whose reply is settled.
+    fn emit_ready(&mut self, out: &mut impl FnMut(&Command)) {
+        while self.queue.front().is_some_and(|p| p.wait == Wait::Done) {
+            let Some(p) = self.queue.pop_front() else { break };
+            self.cursor = self.cursor.saturating_sub(1);
+            self.emit(&p, out);
+            self.args.bytes.release(p.cmd.bytes_start + p.cmd.bytes_len as u64);
+            self.args.spans.release(p.cmd.spans_start + p.cmd.argc as u64);
+            if p.reply.uses_store() {
+                self.store_users -= 1;
+                if self.store_users == 0 {
+                    self.replies.release_all();
+                }
+            }
+        }
+    }
+
+    fn emit(&mut self, p: &Pending, out: &mut impl FnMut(&Command)) {
+        if p.cmd.truncated {
+            self.stats.oversized_commands += 1;
+            return;
+        }
+        let s = &mut self.stats;
+        s.commands += 1;
+        s.inline_commands += p.cmd.inline as u64;
+        match p.reply {
+            Stored::Unknown => s.unknown_replies += 1,
+            Stored::NoReply => s.no_reply += 1,
+            _ => s.paired += 1,
+        }
+        let known = !matches!(p.reply, Stored::Unknown | Stored::NoReply);
+        let command = Command {
+            ts_ns: p.cmd.ts,
+            args: self.args_of(&p.cmd),
+            elided_args: p.cmd.elided,
+            reply: self.replies.public(p.reply),
+            reply_ts_ns: if known { p.reply_ts } else { None },
+            inline: p.cmd.inline,
+        };
+        out(&command);
+    }
+}
+
+fn is_queued(frame: &super::reply::Frame) -> bool {
+    frame.nodes.first().is_some_and(|n| n.kind == Kind::Simple) && frame.tag() == Some(b"QUEUED")
+}

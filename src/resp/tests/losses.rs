@@ -1,0 +1,199 @@
+//! Gaps, mid-stream starts, invalid bytes, contradictions and full queues: losses are reported, never
+//! invented, and pairing comes back at the next turn.
+
+use crate::resp::testgen::{array, bulk, cmds, Owned, Run};
+use crate::resp::{Direction, Limits, Session};
+
+fn s(line: &str) -> String {
+    line.to_string()
+}
+
+/// Request-response exchanges `GET k{i}` -> a bulk of `i` bytes, at times 10*i (+5 for the reply).
+fn exchange(r: &mut Run, i: usize) {
+    r.req(10 * i as i64, &cmds(&format!("GET k{i}")));
+    r.rep(10 * i as i64 + 5, &bulk(&vec![b'x'; i]));
+}
+
+fn check_honest(r: &Run) {
+    for g in r.got.iter().filter(|g| g.line().starts_with("GET k")) {
+        let i: usize = g.line()[5..].parse().unwrap();
+        assert!(
+            g.reply == Owned::Unknown || g.reply == Owned::Bulk(i as u32),
+            "{} paired with {:?}",
+            g.line(),
+            g.reply
+        );
+    }
+}
+
+#[test]
+fn reply_gap_makes_waiting_commands_unknown_then_resyncs() {
+    let mut r = Run::new();
+    exchange(&mut r, 1);
+    r.req(20, &cmds("GET k2"));
+    r.rep(25, &bulk(b"xx")[..3]);
+    r.gap(Direction::Reply, 26, 100);
+    r.rep(26, b"garbage\r\n");
+    for i in 3..7 {
+        exchange(&mut r, i);
+    }
+    r.finish();
+    check_honest(&r);
+    let replies: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    // k2's reply is lost; k3 is a turn that restarts the reply parser; k4 a turn where pairing resumes.
+    let u = Owned::Unknown;
+    assert_eq!(replies, [Owned::Bulk(1), u.clone(), u, Owned::Bulk(4), Owned::Bulk(5), Owned::Bulk(6)]);
+    let st = r.session.stats();
+    assert_eq!((st.reply_gaps, st.reply_gap_bytes, st.reply_resyncs, st.pairing_resyncs), (1, 100, 1, 1));
+    assert_eq!((st.unknown_replies, st.unpaired_replies), (2, 1));
+}
+
+#[test]
+fn request_gap_drains_what_was_sent_before_it() {
+    let mut r = Run::new();
+    r.req(10, &[cmds("GET k1"), cmds("GET k2")].concat());
+    let lost = cmds("GET k3");
+    r.req(10, &lost[..5]);
+    r.gap(Direction::Request, 11, 20);
+    r.req(11, &cmds("GET k4"));
+    // Replies to k1, k2 (paired), k3 (whose command was cut), k4.
+    r.rep(15, &[bulk(b"x"), bulk(b"xx"), bulk(b"xxx"), bulk(b"xxxx")].concat());
+    for i in 5..8 {
+        exchange(&mut r, i);
+    }
+    r.finish();
+    check_honest(&r);
+    assert_eq!(
+        r.pairs()[..3],
+        [(s("GET k1"), Owned::Bulk(1)), (s("GET k2"), Owned::Bulk(2)), (s("GET k4"), Owned::Unknown)]
+    );
+    assert_eq!(r.pairs()[3..], [(s("GET k5"), Owned::Bulk(5)), (s("GET k6"), Owned::Bulk(6)), (s("GET k7"), Owned::Bulk(7))]);
+    let st = r.session.stats();
+    assert_eq!((st.request_gaps, st.damaged_commands, st.pairing_resyncs, st.unpaired_replies), (1, 1, 1, 2));
+}
+
+#[test]
+fn mid_stream_start() {
+    let mut r = Run::with(Session::mid_stream(Limits::default()));
+    // The capture begins inside a command and inside a reply.
+    r.req(10, &cmds("GET k1")[6..]);
+    r.rep(12, &bulk(b"x")[2..]);
+    for i in 2..7 {
+        exchange(&mut r, i);
+    }
+    r.finish();
+    check_honest(&r);
+    let replies: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    // k1 is never seen whole; k2 is a turn that restarts the reply parser; pairing resumes at k3.
+    assert_eq!(replies, [Owned::Unknown, Owned::Bulk(3), Owned::Bulk(4), Owned::Bulk(5), Owned::Bulk(6)]);
+    let st = r.session.stats();
+    assert!(st.request_skipped_bytes > 0 && st.reply_skipped_bytes > 0);
+    assert_eq!(st.request_resyncs, 1);
+}
+
+#[test]
+fn invalid_request_bytes_resync_at_the_next_command() {
+    let mut r = Run::new();
+    let mut bytes = b"*2\r\n$3\r\nGET\r\n%oops\r\n".to_vec();
+    let next = cmds("GET k2");
+    bytes.extend(&next[..7]);
+    r.req(10, &bytes);
+    r.req(10, &next[7..]);
+    r.rep(15, &[b"-ERR Protocol error\r\n".to_vec(), bulk(b"xx")].concat());
+    for i in 3..6 {
+        exchange(&mut r, i);
+    }
+    check_honest(&r);
+    assert_eq!(r.got[0].line(), "GET k2");
+    let st = r.session.stats();
+    assert_eq!((st.invalid_requests, st.request_resyncs), (1, 1));
+    assert_eq!(r.got.last().unwrap().reply, Owned::Bulk(5));
+}
+
+#[test]
+fn a_reply_too_early_or_of_the_wrong_shape_stops_pairing() {
+    let mut r = Run::new();
+    // An HMGET of two fields cannot be answered by an array of three.
+    r.req(10, &cmds("HMGET e a b")).rep(11, &array(&[None, None, None]));
+    r.req(20, &cmds("GET k")).rep(21, &bulk(b"v"));
+    r.req(30, &cmds("GET k")).rep(31, &bulk(b"v"));
+    assert_eq!(r.got[0].reply, Owned::Unknown);
+    // The next turn resumes pairing.
+    assert_eq!((r.got[1].reply.clone(), r.got[2].reply.clone()), (Owned::Bulk(1), Owned::Bulk(1)));
+    assert_eq!(r.session.stats().contradictions, 1);
+
+    // A reply that starts before its command ended: it answers something else, so the command's reply is
+    // still owed, and each later exchange could be one reply behind its command: no turn is certain.
+    let mut r = Run::new();
+    r.req(60, &cmds("GET k")).rep(55, &bulk(b"v"));
+    for t in [70, 75, 80] {
+        r.req(t, &cmds("GET k")).rep(t + 1, &bulk(b"v"));
+    }
+    assert!(r.got.iter().all(|g| g.reply == Owned::Unknown));
+    assert_eq!(r.session.stats().contradictions, 1);
+    // Once as many replies came as were owed, the next turn resumes pairing.
+    r.req(90, &[cmds("GET k"), cmds("GET k")].concat()).rep(91, &[bulk(b"v"), bulk(b"v"), bulk(b"v")].concat());
+    r.req(95, &cmds("GET k")).rep(96, &bulk(b"v"));
+    assert_eq!(r.got.last().unwrap().reply, Owned::Bulk(1));
+
+    // A reply while only part of a command has been sent.
+    let mut r = Run::new();
+    let c = cmds("GET late");
+    r.req(90, &c[..4]).rep(95, &bulk(b"v")).req(100, &c[4..]);
+    assert_eq!(r.session.stats().contradictions, 1);
+    assert_eq!(r.got[0].reply, Owned::Unknown);
+}
+
+#[test]
+fn full_queue_emits_the_oldest_as_unknown_and_skips_their_replies() {
+    let limits = Limits { max_pending_commands: 4, ..Limits::default() };
+    let mut r = Run::with(Session::new(limits));
+    let reqs: Vec<u8> = (1..=10).flat_map(|i| cmds(&format!("GET k{i}"))).collect();
+    r.req(10, &reqs);
+    assert_eq!(r.got.len(), 6);
+    let reps: Vec<u8> = (1..=10).flat_map(|i| bulk(&vec![b'x'; i])).collect();
+    r.rep(20, &reps);
+    check_honest(&r);
+    let replies: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    assert_eq!(replies[..6], vec![Owned::Unknown; 6][..]);
+    assert_eq!(replies[6..], [Owned::Bulk(7), Owned::Bulk(8), Owned::Bulk(9), Owned::Bulk(10)]);
+    assert_eq!(r.session.stats().queue_overflows, 6);
+}
+
+#[test]
+fn a_reply_with_nothing_waiting_stops_pairing() {
+    let mut r = Run::new();
+    r.rep(1, b"-ERR max number of clients reached\r\n");
+    for i in 1..4 {
+        exchange(&mut r, i);
+    }
+    check_honest(&r);
+    assert_eq!(r.got[2].reply, Owned::Bulk(3));
+    assert_eq!(r.session.stats().contradictions, 1);
+}
+
+#[test]
+fn no_turn_while_a_command_is_unanswered() {
+    let mut r = Run::new();
+    // Pairing is lost on a reply of the wrong shape with k1 and k2 waiting; k1 is answered; k3 is sent
+    // while the server is quiet, but k2 is unanswered: k3's reply is not the next one, k3 is no turn.
+    r.req(10, &[cmds("HMGET e a b"), cmds("GET k1"), cmds("GET k2")].concat());
+    r.rep(11, &array(&[None])).rep(12, &bulk(b"x"));
+    r.req(20, &cmds("GET k3"));
+    r.rep(21, &[bulk(b"xx"), bulk(b"xxx")].concat());
+    // Seen since the loss: k1, k2, k3, all answered by now.
+    exchange(&mut r, 4);
+    check_honest(&r);
+    let replies: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    assert_eq!(replies, [Owned::Unknown, Owned::Unknown, Owned::Unknown, Owned::Unknown, Owned::Bulk(4)]);
+    // After a request-side gap: k1 and k2 sent together, k1 answered; k3 sent while k2 is unanswered.
+    let mut r = Run::new();
+    exchange(&mut r, 0);
+    r.gap(Direction::Request, 19, 10);
+    r.req(20, &[cmds("GET k1"), cmds("GET k2")].concat()).rep(21, &bulk(b"x"));
+    r.req(30, &cmds("GET k3")).rep(31, &[bulk(b"xx"), bulk(b"xxx")].concat());
+    exchange(&mut r, 4);
+    check_honest(&r);
+    let replies: Vec<Owned> = r.got[1..].iter().map(|g| g.reply.clone()).collect();
+    assert_eq!(replies, [Owned::Unknown, Owned::Unknown, Owned::Unknown, Owned::Bulk(4)]);
+}

@@ -1,0 +1,7 @@
+//! Tests of the RESP module as a whole: frames, pairing, losses, and properties over random traffic.
+
+mod frames;
+mod losses;
+mod pairing;
+mod props;
+mod traffic;
