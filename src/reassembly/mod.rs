@@ -31,7 +31,7 @@ mod tests;
 use std::net::SocketAddr;
 
 pub use crate::net::Direction;
-pub use reassembler::Reassembler;
+pub use reassembler::{Reassembler, DEFAULT_REDIS_PORT};
 
 /// Receives what the reassembler produces. Per connection: one `on_open`, then `on_data` / `on_gap` calls per
 /// direction in stream order, then one `on_close` (for every connection, at the latest from `finish`).
