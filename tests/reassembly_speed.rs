@@ -39,7 +39,7 @@ fn run(conns: u16, rounds: u64, req: &[u8], rep: &[u8]) -> (u64, u64, f64) {
     let server: SocketAddr = "127.0.0.1:6379".parse().unwrap();
     let clients: Vec<SocketAddr> = (0..conns).map(|i| SocketAddr::new([127, 0, 0, 1].into(), 20000 + i)).collect();
     let mut seqs: Vec<[u32; 2]> = (0..conns as u32).map(|i| [i.wrapping_mul(2_654_435_761), !i]).collect();
-    let mut r = Reassembler::new(&[6379], Limits { overlap_window: std::env::var("W").map(|w| w.parse().unwrap()).unwrap_or(256), ..Limits::default() });
+    let mut r = Reassembler::new(&[6379], Limits::default());
     let mut sink = Count::default();
     let flags = TcpFlags(TcpFlags::ACK | TcpFlags::PSH);
     let start = Instant::now();

@@ -65,6 +65,7 @@ impl Reassembler {
         self.table.len()
     }
 
+    /// Takes one captured segment, in capture order; whatever it completes goes to `sink` before it returns.
     pub fn process<S: StreamSink + ?Sized>(&mut self, seg: &TcpSegment<'_>, sink: &mut S) {
         self.stats.segments += 1;
         self.stats.payload_bytes += seg.payload.len() as u64;

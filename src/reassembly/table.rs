@@ -259,3 +259,15 @@ impl Table {
         self.head = slot;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_state_stays_small() {
+        // What `Limits` documents per connection: the slot plus its table entry, rings aside.
+        let per_conn = std::mem::size_of::<Conn>() + std::mem::size_of::<(FlowKey, u32)>();
+        assert!(per_conn <= 400, "{per_conn} bytes");
+    }
+}
