@@ -8,6 +8,7 @@
 """
 
 from cachescope.errors import CachescopeError, TraceFormatError, UsageError
+from cachescope.parse.capture_source import parse_capture
 from cachescope.simulate.engine import simulate_trace
 from cachescope.simulate.registry import POLICIES
 from cachescope.simulate.result import SimulationResult
@@ -21,6 +22,7 @@ __all__ = [
     "TraceInfo",
     "UsageError",
     "open_trace",
+    "parse_capture",
     "simulate_trace",
 ]
 __version__ = "0.1.0"

@@ -6,6 +6,7 @@ pub mod capture;
 pub mod error;
 pub mod hash;
 pub mod net;
+pub mod parse;
 pub mod policy;
 pub mod reassembly;
 pub mod resp;

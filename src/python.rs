@@ -14,6 +14,7 @@ use pyo3::types::PyDict;
 use crate::error::TraceError;
 use crate::hash;
 use crate::policy::POLICY_NAMES;
+use crate::parse;
 use crate::sim::{self, Events, Options, RunSpec, Unit, WriteMode};
 use crate::trace::{self, Granularity, TextFormat};
 
@@ -83,6 +84,70 @@ impl TextReader {
         d.set_item("writes", s.writes)?;
         d.set_item("deletes", s.deletes)?;
         d.set_item("other_commands", s.other_commands)?;
+        Ok(d)
+    }
+}
+
+#[pyclass(module = "cachescope._native")]
+struct CaptureParser {
+    inner: parse::CaptureParser<BufReader<File>>,
+}
+
+#[pymethods]
+impl CaptureParser {
+    #[new]
+    #[pyo3(signature = (path, ports, anonymize_salt=None))]
+    fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>) -> PyResult<Self> {
+        let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+        let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
+        let inner = parse::CaptureParser::new(BufReader::with_capacity(1 << 20, file), path, &config).map_err(trace_err)?;
+        Ok(CaptureParser { inner })
+    }
+
+    /// The next rows, at least `min_rows` unless the capture ends, as a dict of numpy columns (see
+    /// `parse::RowBatch`); None at the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>, min_rows: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let Some(b) = py.detach(|| inner.next_batch(min_rows)).map_err(trace_err)? else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
+        d.set_item("conn", b.conn.into_pyarray(py))?;
+        d.set_item("req", b.req.into_pyarray(py))?;
+        d.set_item("op", b.op.into_pyarray(py))?;
+        d.set_item("cmd", b.cmd.into_pyarray(py))?;
+        d.set_item("key_offsets", b.key_offsets.into_pyarray(py))?;
+        d.set_item("key_data", b.key_data.into_pyarray(py))?;
+        d.set_item("field_offsets", b.field_offsets.into_pyarray(py))?;
+        d.set_item("field_data", b.field_data.into_pyarray(py))?;
+        d.set_item("field_valid", b.field_valid.into_pyarray(py))?;
+        d.set_item("value_size", b.value_size.into_pyarray(py))?;
+        d.set_item("found", b.found.into_pyarray(py))?;
+        d.set_item("latency_ns", b.latency_ns.into_pyarray(py))?;
+        Ok(Some(d))
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.inner.offset()
+    }
+
+    fn conns(&self) -> Vec<(String, String)> {
+        self.inner.conns().iter().map(|(c, s)| (c.to_string(), s.to_string())).collect()
+    }
+
+    fn cmd_names(&self) -> Vec<String> {
+        self.inner.cmd_names().to_vec()
+    }
+
+    /// Every counter by name, and the commands that touch no cached value, by name.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, value) in self.inner.counters() {
+            d.set_item(name, value)?;
+        }
+        d.set_item("other_commands", self.inner.row_stats().other_commands.clone())?;
         Ok(d)
     }
 }
@@ -240,6 +305,12 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
     Ok(d)
 }
 
+/// Whether these first bytes are a pcap or pcapng file.
+#[pyfunction]
+fn is_capture(head: &[u8]) -> bool {
+    crate::capture::is_capture(head)
+}
+
 #[pyfunction]
 fn sniff_format(head: &[u8]) -> PyResult<&'static str> {
     trace::sniff_format(head).map(TextFormat::name).map_err(value_err)
@@ -302,6 +373,8 @@ fn xxh32(data: &[u8], seed: u32) -> u32 {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TextReader>()?;
     m.add_class::<Simulation>()?;
+    m.add_class::<CaptureParser>()?;
+    m.add_function(wrap_pyfunction!(is_capture, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;

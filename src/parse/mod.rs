@@ -1,0 +1,213 @@
+//! A packet capture to trace rows, as a stream: `capture` reads and decodes packets, `reassembly` puts each
+//! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace.
+//! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
+
+pub mod rows;
+
+use std::io::Read;
+use std::net::SocketAddr;
+
+use crate::capture::{CaptureCounters, CaptureReader};
+use crate::error::TraceError;
+use crate::net::Direction;
+use crate::reassembly::{self, Reassembler, StreamSink};
+use crate::resp::{self, RespStats, Session};
+pub use rows::{RowBatch, RowBuilder, RowStats};
+
+#[derive(Clone, Debug)]
+pub struct ParseConfig {
+    /// Server ports of Redis: the side of a connection on one of these is the server.
+    pub ports: Vec<u16>,
+    pub reassembly: reassembly::Limits,
+    pub resp: resp::Limits,
+    /// Replace keys by a salted hash (consistent within one parse).
+    pub anonymize_salt: Option<u64>,
+}
+
+impl Default for ParseConfig {
+    fn default() -> ParseConfig {
+        ParseConfig {
+            ports: vec![6379],
+            reassembly: reassembly::Limits::default(),
+            resp: resp::Limits::default(),
+            anonymize_salt: None,
+        }
+    }
+}
+
+pub struct CaptureParser<R: Read> {
+    path: String,
+    reader: CaptureReader<R>,
+    decode: CaptureCounters,
+    reassembler: Reassembler,
+    sink: Sink,
+    done: bool,
+}
+
+/// Where reassembled bytes go: one RESP session per connection, commands out as rows.
+struct Sink {
+    limits: resp::Limits,
+    sessions: Vec<Option<Session>>,
+    conns: Vec<(SocketAddr, SocketAddr)>,
+    rows: RowBuilder,
+    /// Counters of sessions already finished.
+    resp: RespStats,
+}
+
+impl<R: Read> CaptureParser<R> {
+    pub fn new(src: R, path: &str, config: &ParseConfig) -> Result<CaptureParser<R>, TraceError> {
+        let reader = CaptureReader::new(src).map_err(|e| TraceError::whole(path, e.to_string()))?;
+        Ok(CaptureParser {
+            path: path.to_string(),
+            reader,
+            decode: CaptureCounters::default(),
+            reassembler: Reassembler::new(&config.ports, config.reassembly.clone()),
+            sink: Sink {
+                limits: config.resp,
+                sessions: Vec::new(),
+                conns: Vec::new(),
+                rows: RowBuilder::new(config.anonymize_salt),
+                resp: RespStats::default(),
+            },
+            done: false,
+        })
+    }
+
+    /// Parses packets until at least `min_rows` rows are ready or the capture ends; None at the end.
+    pub fn next_batch(&mut self, min_rows: usize) -> Result<Option<RowBatch>, TraceError> {
+        while !self.done && self.sink.rows.rows() < min_rows {
+            match self.reader.next_packet() {
+                Ok(Some(packet)) => {
+                    if let Some(segment) = self.decode.decode(&packet) {
+                        self.reassembler.process(&segment, &mut self.sink);
+                    }
+                }
+                Ok(None) => {
+                    self.decode.truncated_tail = self.reader.truncated_tail();
+                    self.reassembler.finish(&mut self.sink);
+                    self.sink.finish_all();
+                    self.done = true;
+                }
+                Err(e) => return Err(TraceError::whole(&self.path, e.to_string())),
+            }
+        }
+        if self.done && self.sink.rows.rows() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.sink.rows.take()))
+    }
+
+    /// Bytes of the capture consumed, for progress.
+    pub fn offset(&self) -> u64 {
+        self.reader.offset()
+    }
+
+    /// (client, server) of each connection, indexed by the rows' `conn`.
+    pub fn conns(&self) -> &[(SocketAddr, SocketAddr)] {
+        &self.sink.conns
+    }
+
+    pub fn cmd_names(&self) -> &[String] {
+        self.sink.rows.cmd_names()
+    }
+
+    pub fn row_stats(&self) -> &RowStats {
+        self.sink.rows.stats()
+    }
+
+    /// Every counter, named: packets and decoding, reassembly, RESP (finished and open sessions together).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let d = &self.decode;
+        let r = self.reassembler.stats();
+        let mut resp = self.sink.resp;
+        for s in self.sink.sessions.iter().flatten() {
+            add_resp(&mut resp, s.stats());
+        }
+        let rows = self.sink.rows.stats();
+        vec![
+            ("packets", d.packets),
+            ("bytes", self.reader.offset()),
+            ("tcp_segments", d.segments),
+            ("skipped_packets", d.skipped()),
+            ("snaplen_cut_bytes", d.missing_bytes),
+            ("truncated_tail", u64::from(d.truncated_tail.is_some())),
+            ("connections", r.connections),
+            ("mid_stream_connections", r.mid_stream_connections),
+            ("non_redis_segments", r.non_redis_segments),
+            ("retransmissions", r.retransmitted_segments),
+            ("out_of_order", r.out_of_order_segments),
+            ("overlaps", r.overlaps),
+            ("overlap_conflicts", r.overlap_conflicts),
+            ("gaps", r.gaps),
+            ("gap_bytes", r.gap_bytes),
+            ("reassembly_limit_hits", r.pending_bytes_limit_hits + r.holes_limit_hits + r.memcap_hits + r.connection_limit_hits),
+            ("commands", rows.commands),
+            ("rows", rows.rows),
+            ("unknown_replies", resp.unknown_replies),
+            ("damaged_commands", resp.damaged_commands),
+            ("unknown_commands", rows.unknown_commands),
+            ("malformed_commands", rows.malformed_commands),
+            ("redacted_args", resp.redacted_args),
+            ("resyncs", resp.request_resyncs + resp.reply_resyncs),
+            ("skipped_bytes", resp.request_skipped_bytes + resp.reply_skipped_bytes),
+            ("unpaired_replies", resp.unpaired_replies),
+            ("contradictions", resp.contradictions),
+        ]
+    }
+}
+
+impl Sink {
+    fn finish_all(&mut self) {
+        for conn in 0..self.sessions.len() {
+            self.close(conn as u32);
+        }
+    }
+
+    fn close(&mut self, conn: u32) {
+        let Some(mut session) = self.sessions.get_mut(conn as usize).and_then(Option::take) else { return };
+        let rows = &mut self.rows;
+        session.finish(&mut |c| rows.push_command(conn, c));
+        add_resp(&mut self.resp, session.stats());
+    }
+
+    fn with_session(&mut self, conn: u32, f: impl FnOnce(&mut Session, &mut RowBuilder)) {
+        if let Some(Some(session)) = self.sessions.get_mut(conn as usize) {
+            f(session, &mut self.rows);
+        }
+    }
+}
+
+impl StreamSink for Sink {
+    fn on_open(&mut self, conn: u32, client: SocketAddr, server: SocketAddr, _ts_ns: i64, mid_stream: bool) {
+        let session = if mid_stream { Session::mid_stream(self.limits) } else { Session::new(self.limits) };
+        let i = conn as usize;
+        if self.sessions.len() <= i {
+            self.sessions.resize_with(i + 1, || None);
+            self.conns.resize(i + 1, (client, server));
+        }
+        self.sessions[i] = Some(session);
+        self.conns[i] = (client, server);
+    }
+
+    fn on_data(&mut self, conn: u32, dir: Direction, ts_ns: i64, data: &[u8]) {
+        self.with_session(conn, |s, rows| s.on_data(dir, ts_ns, data, &mut |c| rows.push_command(conn, c)));
+    }
+
+    fn on_gap(&mut self, conn: u32, dir: Direction, ts_ns: i64, missing_bytes: u64) {
+        self.with_session(conn, |s, rows| s.on_gap(dir, ts_ns, missing_bytes, &mut |c| rows.push_command(conn, c)));
+    }
+
+    fn on_close(&mut self, conn: u32, _ts_ns: i64) {
+        self.close(conn);
+    }
+}
+
+fn add_resp(total: &mut RespStats, s: &RespStats) {
+    macro_rules! sum {
+        ($($f:ident),*) => { $( total.$f += s.$f; )* };
+    }
+    sum!(commands, paired, unknown_replies, no_reply, damaged_commands, oversized_commands, elided_args,
+         redacted_args, inline_commands, unpaired_replies, pushes, oversized_replies, request_gaps, reply_gaps,
+         request_gap_bytes, reply_gap_bytes, invalid_requests, invalid_replies, request_skipped_bytes,
+         reply_skipped_bytes, request_resyncs, reply_resyncs, pairing_resyncs, contradictions, queue_overflows);
+}
