@@ -63,10 +63,11 @@ def record_monitor(url: str, output: str, *, duration: float | None = None,
     status = status or Status("capture")
     client = connect(url)
     where = redacted(url)
-    status.say(f"warning: MONITOR slows {where} down (every command is copied to this client; a single "
-               "monitor can halve the server's throughput): keep it short on a busy server, or capture packets")
     started = time.monotonic()
     try:
+        client.ping()  # reach and authenticate first, so that a wrong address or password is the only line
+        status.say(f"warning: MONITOR slows {where} down (every command is copied to this client; a single "
+                   "monitor can halve the server's throughput): keep it short on a busy server, or capture packets")
         with client.monitor() as monitor, open(output, "wb") as out:
             out.write(b"OK\n")
             status.say(f"recording MONITOR of {where} into {output} "

@@ -29,9 +29,10 @@ class Segment:
     flags: int
     seq: int
     payload: int  # bytes of TCP payload
+    data: bytes = b""  # the payload itself, when asked for
 
 
-def read_segments(path) -> list[Segment]:
+def read_segments(path, with_payload: bool = False) -> list[Segment]:
     """Every IPv4/IPv6 TCP segment of a pcap, in file order."""
     out = []
     with open(path, "rb") as f:
@@ -45,7 +46,7 @@ def read_segments(path) -> list[Segment]:
                 continue
             tcp = ip.data
             out.append(Segment(ts, f"{_addr(ip.src)}:{tcp.sport}", f"{_addr(ip.dst)}:{tcp.dport}", tcp.flags,
-                               tcp.seq, len(tcp.data)))
+                               tcp.seq, len(tcp.data), bytes(tcp.data) if with_payload else b""))
     return out
 
 

@@ -23,14 +23,15 @@ class HarnessError(RuntimeError):
     """A real part that would not start: the message says what to install or fix."""
 
 
-class _Process:
-    """A child process whose output lines are collected by a thread, so waiting for a line cannot block."""
+class Process:
+    """A child process whose output lines (`stream`: "stdout" with stderr merged in, or "stderr") are collected
+    by a thread, so waiting for a line cannot block. Its own session: a signal sent to it reaches it alone."""
 
-    def __init__(self, argv, stream: str):
+    def __init__(self, argv, stream: str, **popen):
         self.argv = argv
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT if stream == "stdout" else subprocess.PIPE,
-                                     start_new_session=True)
+                                     start_new_session=True, **popen)
         self.lines: list[str] = []
         self._changed = threading.Condition()
         pipe = self.proc.stdout if stream == "stdout" else self.proc.stderr
@@ -91,12 +92,12 @@ class RedisServer:
         self.workdir, self.prefix, self.extra_args = str(workdir), list(prefix), list(extra_args)
         self.port = port
         self.host = "127.0.0.1"
-        self._proc: _Process | None = None
+        self._proc: Process | None = None
 
     def __enter__(self):
         for _ in range(5):  # a free port can be taken between the probe and the bind: try another
             port = self.port or free_port()
-            proc = _Process(self.prefix + ["redis-server", "--port", str(port), "--bind", self.host,
+            proc = Process(self.prefix + ["redis-server", "--port", str(port), "--bind", self.host,
                                            "--save", "", "--appendonly", "no", "--dir", self.workdir,
                                            "--daemonize", "no", "--logfile", "", *self.extra_args], "stdout")
             if proc.wait_for("Ready to accept connections", START_TIMEOUT):
@@ -131,13 +132,13 @@ class Tcpdump:
 
     def __init__(self, path, port: int, interface: str = "lo", prefix=()):
         self.path, self.port, self.interface, self.prefix = str(path), port, interface, list(prefix)
-        self._proc: _Process | None = None
+        self._proc: Process | None = None
         self.stats: dict[str, int] = {}
 
     def __enter__(self):
         argv = self.prefix + ["tcpdump", "-i", self.interface, "-w", self.path, "-s", "0", "-B", "16384", "-U",
                               "--immediate-mode", "-Z", "root", "port", str(self.port)]
-        self._proc = _Process(argv, "stderr")
+        self._proc = Process(argv, "stderr")
         if not self._proc.wait_for("listening on", START_TIMEOUT):
             self._proc.stop()
             raise HarnessError(f"tcpdump did not start: {self._proc.output()[-600:]}")
