@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from cachescope.capture.options import human_bytes, human_seconds
+from cachescope.capture.signals import StopSignals
 from cachescope.capture.status import Status
 from cachescope.errors import CaptureError, UsageError
 
@@ -81,11 +82,11 @@ def record_monitor(url: str, output: str, *, duration: float | None = None,
 
 
 def _record(conn, out, started: float, duration, status: Status) -> tuple[int, int]:
-    """Copies replies to the file until the deadline; Ctrl-C ends it like the deadline does."""
+    """Copies replies to the file until the deadline, Ctrl-C or SIGTERM."""
     lines = size = 0
     next_flush = started + FLUSH_EVERY
-    try:
-        while True:
+    with StopSignals() as stop:
+        while not stop.requested:
             now = time.monotonic()
             left = None if duration is None else started + duration - now
             if left is not None and left <= 0:
@@ -101,8 +102,6 @@ def _record(conn, out, started: float, duration, status: Status) -> tuple[int, i
                 out.flush()
                 next_flush = now + FLUSH_EVERY
             status.tick(lambda: f"{human_seconds(now - started)}, {lines:,} commands, {human_bytes(size)}")
-    except KeyboardInterrupt:
-        pass
     return lines, size
 
 

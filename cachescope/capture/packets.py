@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from cachescope.capture.options import human_bytes, human_seconds
+from cachescope.capture.signals import StopSignals
 from cachescope.capture.status import Status
 from cachescope.capture.tcpdump import (CaptureStats, files_written, parse_stats, savefile_pattern, start_error,
                                         tcpdump_command)
@@ -76,7 +77,7 @@ def _wait(run: "_Tcpdump", duration, status: Status, current_files) -> None:
     """Until the duration is over, the user interrupts, or tcpdump stops on its own (a full disk)."""
     start = time.monotonic()
     deadline = start + duration if duration else None
-    stop = _StopSignals()
+    stop = StopSignals()
     with stop:
         while run.proc.poll() is None and not stop.requested:
             if deadline is not None and time.monotonic() >= deadline:
@@ -92,29 +93,6 @@ def _progress(elapsed: float, duration, files) -> str:
     of = f" of {human_seconds(duration)}" if duration else ""
     return f"{human_seconds(elapsed)}{of}, {human_bytes(size)} written" + (
         f" in {len(files)} files" if len(files) > 1 else "")
-
-
-class _StopSignals:
-    """Ctrl-C, SIGTERM and SIGHUP end the capture cleanly instead of killing this process mid-way."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self):
-        self.requested = False
-        self._old = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc):
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-
-    def _handle(self, signum, frame):
-        self.requested = True
 
 
 class _Tcpdump:
