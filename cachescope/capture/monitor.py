@@ -51,7 +51,8 @@ def connect(url: str, timeout: float = 10.0):
     except ImportError:
         raise CaptureError("--monitor needs redis-py: pip install redis") from None
     try:
-        return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+        # RESP2, as redis-cli speaks: MONITOR's lines are then plain simple-string replies.
+        return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout, protocol=2)
     except ValueError as e:
         raise UsageError(f"--monitor {redacted(url)}: {_scrub(str(e), url)}") from None
 

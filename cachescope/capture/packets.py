@@ -120,7 +120,7 @@ class _Tcpdump:
     def wait_listening(self) -> None:
         if not self._listening.wait(START_TIMEOUT):
             raise CaptureError(f"tcpdump did not start capturing within {START_TIMEOUT:.0f}s")
-        if self.proc.poll() is not None or not any(l.startswith("tcpdump: listening on") for l in self._lines):
+        if self.proc.poll() is not None or not any(line.startswith("tcpdump: listening on") for line in self._lines):
             self.proc.wait()
             self._reader.join()
             raise start_error(self._lines, self.proc.returncode)

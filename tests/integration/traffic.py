@@ -16,10 +16,12 @@ checks each against its model of the server and fails loudly on a difference, so
 what went over the wire and what the server holds.
 
 The truth (JSON): per connection, its client address as the server saw it (`CLIENT INFO` addr), its protocol,
-and every command this driver sent, in order: `{"cmd", "op", "rows"}` where `op` is read/write/delete (null for
-CLIENT INFO, MULTI, EXEC) and `rows` holds one `[key, field, size]` per lookup or written field: the value's
-size in bytes as stored (null for a nil, or for deletes and EXPIRE). redis-py's own handshake (CLIENT SETINFO,
-HELLO 3, CLIENT MAINT_NOTIFICATIONS) goes over the wire too but is not listed.
+and every command this driver sent, in order: `{"cmd", "args", "op", "rows"}`. `args` are the arguments after
+the command name, as strings, except that a written value (HSET, SET) stands as its length in bytes (an
+integer), to keep the file small; `op` is read/write/delete (null for CLIENT INFO, MULTI, EXEC); `rows` holds
+one `[key, field, size]` per lookup or written field: the value's size in bytes as stored (null for a nil, or
+for deletes and EXPIRE; for HGETALL, one row whose size is the sum of the values). redis-py's own handshake
+(CLIENT SETINFO, HELLO 3, CLIENT MAINT_NOTIFICATIONS) goes over the wire too but is not listed.
 
 Run alone (the tests run it inside a network namespace this way):
     python traffic.py --host 127.0.0.1 --port 6379 --truth truth.json [--seed 1] [--scale 1.0]
@@ -49,8 +51,8 @@ class Op:
     reply is what the model expected when the command was made (commands are made in the order they are sent,
     so each expectation is taken then, not when the reply comes)."""
 
-    def __init__(self, cmd, op, send, rows, check=None):
-        self.cmd, self.op, self.send, self.rows, self.check = cmd, op, send, rows, check
+    def __init__(self, cmd, args, op, send, rows, check=None):
+        self.cmd, self.args, self.op, self.send, self.rows, self.check = cmd, args, op, send, rows, check
 
 
 def size(v):
@@ -59,26 +61,27 @@ def size(v):
 
 def hmget(key, fields, model):
     expected = [model.field(key, f) for f in fields]
-    return Op("HMGET", "read", lambda t: t.hmget(key, fields),
+    return Op("HMGET", [key, *fields], "read", lambda t: t.hmget(key, fields),
               lambda res: [[key, f, size(v)] for f, v in zip(fields, res)],
               lambda res: [size(v) for v in res] == expected)
 
 
 def hget(key, field, model):
     expected = model.field(key, field)
-    return Op("HGET", "read", lambda t: t.hget(key, field), lambda v: [[key, field, size(v)]],
+    return Op("HGET", [key, field], "read", lambda t: t.hget(key, field), lambda v: [[key, field, size(v)]],
               lambda v: size(v) == expected)
 
 
 def get(key, model):
     expected = model.string(key)
-    return Op("GET", "read", lambda t: t.get(key), lambda v: [[key, None, size(v)]],
+    return Op("GET", [key], "read", lambda t: t.get(key), lambda v: [[key, None, size(v)]],
               lambda v: size(v) == expected)
 
 
 def mget(keys, model):
     expected = [model.string(k) for k in keys]
-    return Op("MGET", "read", lambda t: t.mget(keys), lambda res: [[k, None, size(v)] for k, v in zip(keys, res)],
+    return Op("MGET", list(keys), "read", lambda t: t.mget(keys),
+              lambda res: [[k, None, size(v)] for k, v in zip(keys, res)],
               lambda res: [size(v) for v in res] == expected)
 
 
@@ -88,36 +91,41 @@ def hgetall(key, model):
 
     def rows(d):
         return [[key, None, sum(len(v) for v in d.values()) if d else None]]
-    return Op("HGETALL", "read", lambda t: t.hgetall(key), rows,
+    return Op("HGETALL", [key], "read", lambda t: t.hgetall(key), rows,
               lambda d: {f.decode(): len(v) for f, v in d.items()} == expected)
 
 
 def hset(key, mapping, model):
     model.hashes.setdefault(key, {}).update({f: len(v) for f, v in mapping.items()})
-    return Op("HSET", "write", lambda t: t.hset(key, mapping=mapping),
+    args = [key] + [x for f, v in mapping.items() for x in (f, len(v))]
+    return Op("HSET", args, "write", lambda t: t.hset(key, mapping=mapping),
               lambda _: [[key, f, len(v)] for f, v in mapping.items()])
 
 
 def set_(key, value, model):
     model.strings[key] = len(value)
-    return Op("SET", "write", lambda t: t.set(key, value), lambda _: [[key, None, len(value)]])
+    return Op("SET", [key, len(value)], "write", lambda t: t.set(key, value),
+              lambda _: [[key, None, len(value)]])
 
 
 def hdel(key, fields, model):
     for f in fields:
         model.hashes.get(key, {}).pop(f, None)
-    return Op("HDEL", "delete", lambda t: t.hdel(key, *fields), lambda _: [[key, f, None] for f in fields])
+    return Op("HDEL", [key, *fields], "delete", lambda t: t.hdel(key, *fields),
+              lambda _: [[key, f, None] for f in fields])
 
 
 def delete(keys, model):
     for k in keys:
         model.hashes.pop(k, None)
         model.strings.pop(k, None)
-    return Op("DEL", "delete", lambda t: t.delete(*keys), lambda _: [[k, None, None] for k in keys])
+    return Op("DEL", list(keys), "delete", lambda t: t.delete(*keys),
+              lambda _: [[k, None, None] for k in keys])
 
 
 def expire(key, seconds, model):
-    return Op("EXPIRE", "write", lambda t: t.expire(key, seconds), lambda _: [[key, None, None]])
+    return Op("EXPIRE", [key, str(seconds)], "write", lambda t: t.expire(key, seconds),
+              lambda _: [[key, None, None]])
 
 
 class Model:
@@ -142,15 +150,15 @@ class Connection:
         self.r = redis.Redis(host=host, port=port, protocol=protocol, max_connections=1, socket_timeout=60)
         self.commands: list[dict] = []
         self.client = self.r.client_info()["addr"]
-        self._other("CLIENT")
+        self._other("CLIENT", "INFO")
 
-    def _other(self, cmd):
-        self.commands.append({"cmd": cmd, "op": None, "rows": []})
+    def _other(self, cmd, *args):
+        self.commands.append({"cmd": cmd, "args": list(args), "op": None, "rows": []})
 
     def _record(self, op: Op, result):
         if op.check is not None and not op.check(result):
             raise AssertionError(f"{self.name}: {op.cmd} answered {result!r:.300}, not what the model holds")
-        self.commands.append({"cmd": op.cmd, "op": op.op, "rows": op.rows(result)})
+        self.commands.append({"cmd": op.cmd, "args": op.args, "op": op.op, "rows": op.rows(result)})
 
     def run(self, op: Op):
         self._record(op, op.send(self.r))
