@@ -54,7 +54,8 @@ def main(argv=None, prog: str = "capture.py") -> int:
         if given:
             raise UsageError(f"{', '.join(given)} capture packets and cannot be used with --monitor")
         result = record_monitor(args.monitor, args.output, duration=duration, status=status)
-        status.say(f"recorded {result.lines:,} commands ({human_bytes(result.bytes)}) in "
+        status.say(f"recorded {result.lines:,} command{'' if result.lines == 1 else 's'} "
+                   f"({human_bytes(result.bytes)}) in "
                    f"{human_seconds(result.seconds)} into {args.output}")
         return 0
     result = capture_packets(

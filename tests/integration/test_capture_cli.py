@@ -155,6 +155,20 @@ def test_monitor_lines_are_byte_identical_to_redis_cli(redis_server, tmp_path):
     assert [args for _, _, c, args in parsed if c == me and args[0] != b"CLIENT"][0] == [b"SET", nasty, nasty]
 
 
+def test_monitor_until_ctrl_c(redis_server, tmp_path):
+    out = tmp_path / "open-ended.monitor"
+    proc = start_capture("--monitor", f"redis://{redis_server.address}", "-o", out)
+    r = redis.Redis(host=redis_server.host, port=redis_server.port, protocol=2)
+    r.hmget("st_1426727", ["2496559762", "1170383926"])
+    r.close()
+    time.sleep(0.5)
+    proc.proc.send_signal(signal.SIGINT)
+    stderr = finish(proc)
+    assert "until Ctrl-C" in stderr and "recorded 1 command (" in stderr
+    _, lines = read_file(out)
+    assert [args for *_, args in lines] == [[b"HMGET", b"st_1426727", b"2496559762", b"1170383926"]]
+
+
 def test_monitor_never_prints_the_password(tmp_path):
     secret = "s3cr3t-Pa55word"
     with RedisServer(tmp_path, extra_args=["--requirepass", secret]) as server:
