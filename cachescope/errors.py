@@ -14,3 +14,7 @@ class UsageError(CachescopeError):
 
 class TraceFormatError(CachescopeError):
     """A trace that cannot be read as the format it claims, with the file and position."""
+
+
+class CaptureError(CachescopeError):
+    """A capture that cannot start or stopped on its own: no tcpdump, no right to capture, an unreachable server."""

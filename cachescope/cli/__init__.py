@@ -1,4 +1,4 @@
-"""The `cachescope` console script: `cachescope simulate ...` (and later `capture`, `parse`)."""
+"""The `cachescope` console script: `cachescope capture ...`, `cachescope simulate ...` (and later `parse`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import sys
 
 from cachescope.cli.common import EXIT_USAGE, run
 
-USAGE = "usage: cachescope simulate TRACE --lru N[,N...] [options]   (cachescope simulate --help for more)"
+USAGE = ("usage: cachescope capture -o FILE [options] | cachescope simulate TRACE --lru N[,N...] [options]"
+         "   (cachescope COMMAND --help for more)")
 
 
 def main(argv=None) -> int:
@@ -19,5 +20,9 @@ def main(argv=None) -> int:
         from cachescope.cli import simulate
 
         return run("cachescope simulate", lambda a: simulate.main(a, prog="cachescope simulate"), rest)
+    if command == "capture":
+        from cachescope.cli import capture
+
+        return run("cachescope capture", lambda a: capture.main(a, prog="cachescope capture"), rest)
     print(f"cachescope: error: unknown command {command!r} ({USAGE})", file=sys.stderr)
     return EXIT_USAGE

@@ -1,0 +1,115 @@
+"""Records a Redis server's MONITOR stream into a file that reads exactly like `redis-cli MONITOR > FILE`.
+
+The server formats each line itself (replicationFeedMonitors in Redis's server.c): the time, `[db addr]`, and
+every argument through sdscatrepr, which double-quotes it and escapes `"`, `\\`, `\\n`, `\\r`, `\\t`, `\\a`,
+`\\b` and any non-printable byte as `\\xNN`; it arrives as a simple-string reply, and redis-cli prints that
+string as it is, after the `OK` that answers MONITOR. So the bytes of each reply are written unchanged, never
+re-quoted here, and the file starts with `OK` as redis-cli's output does.
+
+MONITOR has a cost on the server: every command is formatted and copied to each monitor (Redis's own
+documentation measures a single monitor cutting throughput by more than half), hence the warning.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from cachescope.capture.options import human_bytes, human_seconds
+from cachescope.capture.signals import StopSignals
+from cachescope.capture.status import Status
+from cachescope.errors import CaptureError, UsageError
+
+SCHEMES = ("redis", "rediss", "unix")
+POLL = 0.2  # seconds between checks of the clock and of Ctrl-C while the server is quiet
+FLUSH_EVERY = 1.0
+
+
+@dataclass
+class MonitorResult:
+    lines: int  # commands recorded (the leading `OK` not counted)
+    bytes: int
+    seconds: float
+
+
+def redacted(url: str) -> str:
+    """The URL without its user and password, which must never reach a terminal or a log."""
+    parts = urlsplit(url)
+    hostport = parts.netloc.rpartition("@")[2]
+    path = "" if parts.path == "/" else parts.path
+    return f"{parts.scheme}://{hostport}{path}"
+
+
+def connect(url: str, timeout: float = 10.0):
+    """A redis-py client for `url` (`redis://[[user]:password@]host[:port][/db]`, `rediss://`, `unix://`)."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise UsageError(f"--monitor wants a redis://host:port[/db] URL, not {redacted(url)!r}")
+    try:
+        import redis
+    except ImportError:
+        raise CaptureError("--monitor needs redis-py: pip install redis") from None
+    try:
+        # RESP2, as redis-cli speaks: MONITOR's lines are then plain simple-string replies.
+        return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout, protocol=2)
+    except ValueError as e:
+        raise UsageError(f"--monitor {redacted(url)}: {_scrub(str(e), url)}") from None
+
+
+def record_monitor(url: str, output: str, *, duration: float | None = None,
+                   status: Status | None = None) -> MonitorResult:
+    """Writes MONITOR's lines to `output` for `duration` seconds (or until Ctrl-C)."""
+    import redis
+
+    status = status or Status("capture")
+    client = connect(url)
+    where = redacted(url)
+    started = time.monotonic()
+    try:
+        client.ping()  # reach and authenticate first, so that a wrong address or password is the only line
+        status.say(f"warning: MONITOR slows {where} down (every command is copied to this client; a single "
+                   "monitor can halve the server's throughput): keep it short on a busy server, or capture packets")
+        with client.monitor() as monitor, open(output, "wb") as out:
+            out.write(b"OK\n")
+            status.say(f"recording MONITOR of {where} into {output} "
+                       + (f"for {human_seconds(duration)}" if duration else "until Ctrl-C"))
+            lines, size = _record(monitor.connection, out, started, duration, status)
+    except redis.RedisError as e:
+        raise CaptureError(f"MONITOR on {where}: {_scrub(str(e), url)}") from None
+    finally:
+        client.close()
+    return MonitorResult(lines, size, time.monotonic() - started)
+
+
+def _record(conn, out, started: float, duration, status: Status) -> tuple[int, int]:
+    """Copies replies to the file until the deadline, Ctrl-C or SIGTERM."""
+    lines = size = 0
+    next_flush = started + FLUSH_EVERY
+    with StopSignals() as stop:
+        while not stop.requested:
+            now = time.monotonic()
+            left = None if duration is None else started + duration - now
+            if left is not None and left <= 0:
+                break
+            if conn.can_read(timeout=POLL if left is None else min(POLL, left)):
+                line = conn.read_response(disable_decoding=True)
+                if isinstance(line, str):
+                    line = line.encode("utf-8", "surrogateescape")
+                out.write(line + b"\n")
+                lines += 1
+                size += len(line) + 1
+            if now >= next_flush:
+                out.flush()
+                next_flush = now + FLUSH_EVERY
+            status.tick(lambda: f"{human_seconds(now - started)}, {lines:,} commands, {human_bytes(size)}")
+    return lines, size
+
+
+def _scrub(message: str, url: str) -> str:
+    """redis-py's messages name host and port, not the password; this makes sure of it."""
+    parts = urlsplit(url)
+    for secret in (parts.password, parts.username):
+        if secret:
+            message = message.replace(secret, "***")
+    return message
