@@ -29,9 +29,7 @@ def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]])
     `value_size`, `found`, `latency_ns` use -1 for unknown; `cmd` indexes `cmd_names`; `conn` indexes `conns`
     ((client, server) as `ip:port`)."""
     n = len(cols["ts_ns"])
-    conn = cols["conn"].astype(np.int32)
-    clients = pa.array([c for c, _ in conns], pa.string())
-    servers = pa.array([s for _, s in conns], pa.string())
+    conn = cols["conn"].astype(np.int64)
     arrays = [
         pa.array(cols["ts_ns"], pa.int64()),
         pa.array(cols["conn"], pa.uint32()),
@@ -43,10 +41,18 @@ def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]])
         _nullable(cols["value_size"], pa.int32()),
         pa.array(cols["found"] == 1, pa.bool_(), mask=cols["found"] < 0),
         _nullable(cols["latency_ns"], pa.int64()),
-        pa.DictionaryArray.from_arrays(pa.array(conn), clients),
-        pa.DictionaryArray.from_arrays(pa.array(conn), servers),
+        _endpoint_column(conn, [c for c, _ in conns]),
+        _endpoint_column(conn, [s for _, s in conns]),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+
+
+def _endpoint_column(conn: np.ndarray, per_conn: list[str]) -> pa.Array:
+    """`ip:port` of each row's connection, dictionary-encoded over the distinct addresses."""
+    distinct = list(dict.fromkeys(per_conn))
+    position = {a: i for i, a in enumerate(distinct)}
+    index = np.array([position[a] for a in per_conn], dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(index[conn] if len(conn) else index[:0]), pa.array(distinct, pa.string()))
 
 
 def _strings(offsets: np.ndarray, data: np.ndarray, valid, n: int) -> pa.Array:

@@ -1,7 +1,7 @@
 """Fixtures with real parts: a redis-server, tcpdump on loopback, network namespaces, recorded captures.
 
 The recorded captures are session-wide: the harness's own checks (test_harness.py) and the parser's
-comparison tests (test_parse_real_traffic.py, marked `needs_parser`) read the same files.
+comparison tests (test_parse_real_traffic.py) read the same files.
 """
 
 from __future__ import annotations

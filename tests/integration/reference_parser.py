@@ -103,8 +103,10 @@ def _lookups(args, reply):
     if cmd in ("HGET", "GET"):
         return [(a[0], a[1] if cmd == "HGET" else None, size(reply), reply is not None, "read")]
     if cmd == "HGETALL":
-        values = list(reply.values()) if isinstance(reply, dict) else reply[1::2]
-        return [(a[0], None, sum(map(len, values)) if values else None, bool(values), "read")]
+        pairs = list(reply.items()) if isinstance(reply, dict) else list(zip(reply[0::2], reply[1::2]))
+        if not pairs:
+            return [(a[0], None, None, False, "read")]
+        return [(a[0], f.decode("latin-1"), len(v), True, "read") for f, v in pairs]
     if cmd == "HSET":
         return [(a[0], f, len(v), None, "write") for f, v in zip(a[1::2], args[3::2])]
     if cmd == "SET":

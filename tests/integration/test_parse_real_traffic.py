@@ -1,14 +1,14 @@
 """The parser against real traffic: `cachescope.parse_capture` on captures of a real redis-server must give back,
 connection by connection and command by command, what the traffic driver sent and what the server answered.
 
-Run with `python -m pytest -m needs_parser tests/integration` once `cachescope.parse_capture` exists (the
-same tests run today against reference_parser.py, a slow plain-Python parser that only checks them). Each
+The same tests also run against reference_parser.py, a slow plain-Python parser that only checks the tests. Each
 scenario (host loopback; a namespace with MTU 1500 and no offloads) is recorded once per session by the
 fixtures in conftest.py; the truth next to each pcap is described in traffic.py.
 
 What the trace must hold (DESIGN.md's schema), per the truth:
   - one row per lookup or written field; all rows of one command share `req`, in the command's order;
-  - HMGET/HGET rows carry the field, GET/MGET/HGETALL/SET/DEL/EXPIRE rows a null field, HGETALL one row;
+  - HMGET/HGET rows carry the field, GET/MGET/SET/DEL/EXPIRE rows a null field; HGETALL one row per field
+    of its reply (the fields come from the reply), or one row with a null field for a missing hash;
   - reads: `found` false exactly for nils, and then `value_size` null or 0; otherwise `value_size` equals the
     bytes the server stored (inside MULTI/EXEC too, where the values come back in EXEC's reply);
   - writes (HSET, SET): `value_size`, when known, the bytes written; deletes (HDEL, DEL) one row per field/key;
@@ -29,7 +29,7 @@ ROW_OPS = ("read", "write", "delete")
 _PARSED = {}
 
 
-@pytest.fixture(params=[pytest.param("cachescope", marks=pytest.mark.needs_parser), "reference"])
+@pytest.fixture(params=["cachescope", "reference"])
 def parsed(request, real_capture):
     """(RealCapture, trace) from `cachescope.parse_capture`, or from reference_parser.py: the latter runs today
     and shows that these tests pass on a correct trace."""
@@ -93,7 +93,7 @@ def test_value_sizes_and_nils(parsed):
                     assert bool(row.found) == (size is not None), where
                     if size is None:
                         assert _null(row.value_size) in (None, 0), where
-                    elif cmd != "HGETALL":  # one row for the entity; how its size is counted is not specified
+                    else:
                         assert row.value_size == size, where
                 elif op == "write" and size is not None and _null(row.value_size) is not None:
                     assert row.value_size == size, where

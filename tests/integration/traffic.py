@@ -20,7 +20,7 @@ and every command this driver sent, in order: `{"cmd", "args", "op", "rows"}`. `
 the command name, as strings, except that a written value (HSET, SET) stands as its length in bytes (an
 integer), to keep the file small; `op` is read/write/delete (null for CLIENT INFO, MULTI, EXEC); `rows` holds
 one `[key, field, size]` per lookup or written field: the value's size in bytes as stored (null for a nil, or
-for deletes and EXPIRE; for HGETALL, one row whose size is the sum of the values). redis-py's own handshake
+for deletes and EXPIRE; for HGETALL, one row per field returned). redis-py's own handshake
 (CLIENT SETINFO, HELLO 3, CLIENT MAINT_NOTIFICATIONS) goes over the wire too but is not listed.
 
 Run alone (the tests run it inside a network namespace this way):
@@ -86,11 +86,12 @@ def mget(keys, model):
 
 
 def hgetall(key, model):
-    """One lookup of the whole entity: its size is the sum of the values returned, null when there is none."""
+    """One lookup per field the reply holds (in the reply's order), each with its value's size; a missing hash
+    is one row for the key, with no field and nothing found."""
     expected = dict(model.hashes.get(key, {}))
 
     def rows(d):
-        return [[key, None, sum(len(v) for v in d.values()) if d else None]]
+        return [[key, f.decode(), len(v)] for f, v in d.items()] if d else [[key, None, None]]
     return Op("HGETALL", [key], "read", lambda t: t.hgetall(key), rows,
               lambda d: {f.decode(): len(v) for f, v in d.items()} == expected)
 
