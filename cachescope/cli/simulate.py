@@ -17,7 +17,7 @@ from cachescope.trace.readers import GRANULARITIES
 
 def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Simulate in-process cache policies over a Redis trace.")
-    p.add_argument("trace", help="trace file: commands, monitor or keys text, or Parquet")
+    p.add_argument("trace", help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture")
     group = p.add_argument_group(
         "policies", "capacity in entries (100000, 1e5, 100k) or bytes (64MiB, 2GB); a comma list runs several")
     for spec in POLICIES.values():
@@ -25,6 +25,8 @@ def build_parser(prog: str) -> Parser:
     p.add_argument("--format", choices=FORMATS, help="trace format (default: from the extension or the content)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
+    p.add_argument("--port", action="append", metavar="PORT[,PORT]",
+                   help="Redis server port(s) in a capture (default 6379; repeat or comma-list for several)")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
                    help=f"lookups per timeline point (default {DEFAULT_WINDOW:,})")
 
@@ -75,6 +77,7 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         allow_list=args.allow_list,
         entry_overhead=args.entry_overhead,
         assume_value_size=args.assume_value_size,
+        ports=args.port or (6379,),
         progress=not args.no_progress,
         **{name: getattr(args, name) for name in POLICIES},
     )

@@ -31,6 +31,7 @@ def simulate_trace(
     allow_list=None,
     entry_overhead: int = opt.DEFAULT_ENTRY_OVERHEAD,
     assume_value_size: int | None = None,
+    ports=(6379,),
     progress: bool = False,
     **capacities,
 ) -> SimulationResult:
@@ -47,9 +48,10 @@ def simulate_trace(
     - `allow_list`: a file or iterable of feature names / xxHash32 ids; other features are never cached.
     - byte capacities weigh an entry as value + key + field + `entry_overhead` bytes; traces without value
       sizes (text formats) need `assume_value_size`.
+    - a packet capture is parsed on the fly, its Redis server on `ports`.
     - `progress` draws a bar on stderr for long traces.
     """
-    source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity)
+    source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
     runs = _requested_runs(capacities)
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
@@ -61,7 +63,7 @@ def simulate_trace(
     allow = None if allow_list is None else opt.read_allow_list(allow_list)
     future = None
     if any(p in _native.NEEDS_FUTURE for p, _ in runs):
-        future = _next_accesses(open_trace(source.path, source.format, source.granularity), allow, progress)
+        future = _next_accesses(open_trace(source.path, source.format, source.granularity, source.ports), allow, progress)
     sim = _native.Simulation(
         [(p, c.value, entry_overhead if c.unit == "bytes" else None) for p, c in runs] + [(INFINITE.name, 1, None)],
         window,

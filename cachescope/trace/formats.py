@@ -8,7 +8,7 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 
 TEXT_FORMATS = ("commands", "monitor", "keys")
-FORMATS = (*TEXT_FORMATS, "parquet")
+FORMATS = (*TEXT_FORMATS, "parquet", "pcap")
 
 _BY_EXTENSION = {
     ".parquet": "parquet",
@@ -17,8 +17,9 @@ _BY_EXTENSION = {
     ".keys": "keys",
     ".commands": "commands",
     ".cmds": "commands",
+    ".pcap": "pcap",
+    ".pcapng": "pcap",
 }
-_PCAP_MAGICS = (b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1", b"\x0a\x0d\x0d\x0a")
 _SNIFF_BYTES = 64 * 1024
 
 
@@ -36,8 +37,8 @@ def detect_format(path: str, forced: str | None = None) -> str:
         return forced
     if head.startswith(b"PAR1"):
         return "parquet"
-    if head[:4] in _PCAP_MAGICS:
-        raise TraceFormatError(f"{path}: is a packet capture; only traces (commands, monitor, keys, Parquet) are read so far")
+    if _native.is_capture(head):
+        return "pcap"
     by_extension = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
     if by_extension == "parquet":
         raise TraceFormatError(f"{path}: named .parquet but is not a Parquet file")

@@ -41,7 +41,7 @@ class TraceInfo:
 class TraceSource:
     """One trace file opened for reading: iterate `batches()` once, then read `info`."""
 
-    def __init__(self, path: str, format: str | None = None, granularity: str = "field"):
+    def __init__(self, path: str, format: str | None = None, granularity: str = "field", ports=(6379,)):
         if granularity not in GRANULARITIES:
             raise UsageError(f"unknown granularity {granularity!r}; choose field or entity")
         self.path = os.fspath(path)
@@ -49,6 +49,12 @@ class TraceSource:
         self.granularity = granularity
         self.size_bytes = os.path.getsize(self.path)
         self.info = TraceInfo(self.path, self.format)
+        if self.format == "pcap":
+            from cachescope.parse.capture_source import check_ports
+
+            ports = check_ports(ports)
+        self.ports = ports
+        self.capture_stats: dict = {}
         self._bytes_read = 0
 
     @property
@@ -59,6 +65,8 @@ class TraceSource:
     def batches(self, batch_events: int = BATCH_EVENTS) -> Iterator[Batch]:
         if self.format in TEXT_FORMATS:
             return self._text_batches(batch_events)
+        if self.format == "pcap":
+            return self._capture_batches(batch_events)
         return self._parquet_batches(batch_events)
 
     def _text_batches(self, batch_events: int) -> Iterator[Batch]:
@@ -81,6 +89,30 @@ class TraceSource:
         yield from read_parquet_batches(self, batch_events)
 
 
-def open_trace(path: str, format: str | None = None, granularity: str = "field") -> TraceSource:
-    """Opens a trace of any supported format (detected unless `format` is given)."""
-    return TraceSource(path, format, granularity)
+    def _capture_batches(self, batch_events: int) -> Iterator[Batch]:
+        """A capture parsed on the fly: its rows become events as a Parquet trace's would."""
+        from cachescope.parse.capture_source import CaptureRows
+        from cachescope.trace.parquet import RecordBatchEvents
+
+        rows = CaptureRows(self.path, self.ports)
+        events = RecordBatchEvents(self)
+        for rb in rows.record_batches(batch_events):
+            self._bytes_read = rows.bytes_read
+            self.capture_stats = rows.stats
+            batch = events.convert(rb)
+            if batch is not None:
+                yield batch
+        self.capture_stats = rows.stats
+        if self.info.commands == 0:
+            raise TraceFormatError(f"{self.path}: no Redis commands on port(s) "
+                                   f"{', '.join(map(str, rows.ports))} in this capture ({_summary(rows.stats)})")
+
+
+def _summary(stats: dict) -> str:
+    return f"{stats.get('packets', 0):,} packets, {stats.get('connections', 0):,} Redis connections"
+
+
+def open_trace(path: str, format: str | None = None, granularity: str = "field", ports=(6379,)) -> TraceSource:
+    """Opens a trace of any supported format (detected unless `format` is given); a packet capture is parsed
+    on the fly, its Redis server on `ports`."""
+    return TraceSource(path, format, granularity, ports)

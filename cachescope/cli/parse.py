@@ -1,0 +1,62 @@
+"""`cachescope parse` / `python parse.py CAPTURE -o OUT`: a packet capture (or a MONITOR log) to a trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from cachescope.cli.common import Parser
+from cachescope.parse.convert import convert
+from cachescope.parse.writers import OUTPUT_FORMATS
+
+
+def build_parser(prog: str) -> Parser:
+    p = Parser(prog=prog, description="Parse captured Redis traffic into a trace (DESIGN.md's schema).")
+    p.add_argument("capture", help="pcap or pcapng capture (tcpdump -w), or a MONITOR log")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="trace to write: .parquet, .txt (commands), .monitor, .oracleGeneral")
+    p.add_argument("--format", choices=OUTPUT_FORMATS, help="output format (default: from OUT's extension)")
+    p.add_argument("--port", action="append", metavar="PORT[,PORT]",
+                   help="Redis server port(s) (default 6379; repeat or comma-list for several servers)")
+    p.add_argument("--anonymize", action="store_true",
+                   help="replace keys by a salted hash (consistent within this trace, a new salt each run)")
+    p.add_argument("--stats-json", metavar="FILE", help="also write the counters as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def main(argv=None, prog: str = "parse.py") -> int:
+    args = build_parser(prog).parse_args(argv)
+    stats = convert(args.capture, args.output, fmt=args.format, ports=args.port or (6379,),
+                    anonymize=args.anonymize, progress=not args.no_progress)
+    print(format_stats(stats), file=sys.stderr)
+    if args.stats_json:
+        with open(args.stats_json, "w", encoding="utf-8") as f:
+            json.dump(stats, f, indent=2)
+            f.write("\n")
+    return 0
+
+
+def format_stats(stats: dict) -> str:
+    s = stats
+    lines = [
+        f"{s['input']}: {s.get('packets', 0):,} packets, {s.get('bytes', 0):,} bytes, "
+        f"{s.get('connections', 0):,} connections ({s.get('mid_stream_connections', 0):,} already open)",
+        f"  {s.get('commands', 0):,} commands -> {s.get('rows', 0):,} rows in {s['output']} ({s['format']})",
+        f"  losses: {s.get('gaps', 0):,} gaps ({s.get('gap_bytes', 0):,} bytes), "
+        f"{s.get('retransmissions', 0):,} retransmissions, {s.get('out_of_order', 0):,} out of order, "
+        f"{s.get('resyncs', 0):,} resyncs, {s.get('unknown_replies', 0):,} replies unknown",
+    ]
+    if s.get("truncated_tail"):
+        lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
+    other = s.get("other_commands") or {}
+    if other:
+        top = sorted(other.items(), key=lambda kv: -kv[1])[:8]
+        lines.append("  other commands: " + ", ".join(f"{name} {n:,}" for name, n in top))
+    return "\n".join(lines)
+
+
+def entry_point() -> int:
+    from cachescope.cli.common import run
+
+    return run("parse.py", main)

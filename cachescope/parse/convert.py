@@ -1,0 +1,36 @@
+"""A capture (or a MONITOR log) to a trace file, streaming: what `parse.py` does."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cachescope.errors import TraceFormatError
+from cachescope.parse.capture_source import CaptureRows
+from cachescope.parse.writers import TraceWriter, output_format
+from cachescope.trace.formats import detect_format
+
+
+def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,
+            progress: bool = False) -> dict:
+    """Parses `source` into `output`; returns the counters (packets, connections, gaps, ...)."""
+    out_fmt = output_format(output, fmt)
+    kind = detect_format(source)
+    if kind == "monitor":
+        from cachescope.parse.monitor_log import MonitorRows
+
+        rows = MonitorRows(source, anonymize)
+    elif kind == "pcap":
+        rows = CaptureRows(source, ports, anonymize)
+    else:
+        raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
+    if os.path.abspath(source) == os.path.abspath(output):
+        raise TraceFormatError(f"{output}: the output would overwrite the input")
+    from tqdm import tqdm
+
+    with tqdm(total=os.path.getsize(source), unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,
+              disable=not progress, delay=1.0, leave=False) as bar, TraceWriter(output, out_fmt) as writer:
+        for rb in rows.record_batches():
+            writer.write(rb)
+            bar.update(rows.bytes_read - bar.n)
+    return {"input": source, "output": output, "format": out_fmt, **rows.stats}

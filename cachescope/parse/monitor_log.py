@@ -1,0 +1,105 @@
+"""A `redis-cli MONITOR` log as trace rows, so that logs recorded before cachescope keep their value.
+
+MONITOR shows commands, never replies: rows have no `found` and no `latency_ns`, reads no `value_size`
+(writes get the size of the value they sent). Connections are told apart by the client address MONITOR
+prints. Plain Python: MONITOR logs are small next to captures (the server cannot log more than it serves)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from cachescope.errors import TraceFormatError
+from cachescope.parse.schema import SCHEMA
+
+_LINE = re.compile(rb'^(\d+)\.(\d{1,9}) \[(\d+) ([^\]]*)\] (.*)$')
+_ARG = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"a": b"\a", b"b": b"\b", b'"': b'"', b"\\": b"\\"}
+_READS = {"HMGET": "fields", "HGET": "fields", "HGETALL": "key", "GET": "key", "MGET": "keys"}
+_WRITES = {"HSET": "field_values", "HMSET": "field_values", "SET": "key_value", "SETEX": "key_ttl_value",
+           "MSET": "key_values", "HDEL": "fields", "DEL": "keys", "UNLINK": "keys", "EXPIRE": "key"}
+_DELETES = {"HDEL", "DEL", "UNLINK"}
+BATCH_ROWS = 1 << 16
+
+
+def _unescape(arg: bytes) -> str:
+    out = re.sub(rb"\\x([0-9a-fA-F]{2})|\\(.)",
+                 lambda m: bytes([int(m.group(1), 16)]) if m.group(1) else _ESCAPES.get(m.group(2), m.group(2)), arg)
+    return out.decode("utf-8", "backslashreplace")
+
+
+class MonitorRows:
+    def __init__(self, path: str, anonymize: bool = False):
+        if anonymize:
+            raise TraceFormatError(f"{path}: --anonymize is for captures; anonymize a MONITOR log after parsing it")
+        self.path = path
+        self.size_bytes = os.path.getsize(path)
+        self.bytes_read = 0
+        self.stats = {"lines": 0, "commands": 0, "rows": 0, "connections": 0, "other_commands": {}}
+
+    def record_batches(self) -> Iterator[pa.RecordBatch]:
+        clients: dict[str, int] = {}
+        rows: list[tuple] = []
+        with open(self.path, "rb") as f:
+            for lineno, line in enumerate(f, start=1):
+                self.bytes_read += len(line)
+                line = line.rstrip(b"\r\n")
+                if not line.strip() or (line.strip() == b"OK" and self.stats["commands"] == 0):
+                    continue
+                m = _LINE.match(line)
+                if not m:
+                    raise TraceFormatError(f"{self.path}: line {lineno}: not a MONITOR line")
+                ts = int(m.group(1)) * 10**9 + int(m.group(2).ljust(9, b"0"))
+                client = m.group(4).decode("utf-8", "replace")
+                args = [_unescape(a) for a in _ARG.findall(m.group(5))]
+                if not args:
+                    raise TraceFormatError(f"{self.path}: line {lineno}: MONITOR line without a command")
+                conn = clients.setdefault(client, len(clients))
+                req = self.stats["commands"]
+                self.stats["commands"] += 1
+                rows.extend(self._rows(ts, conn, req, args))
+                if len(rows) >= BATCH_ROWS:
+                    yield self._batch(rows, clients)
+                    rows = []
+        self.stats["connections"] = len(clients)
+        if rows:
+            yield self._batch(rows, clients)
+
+    def _rows(self, ts, conn, req, args):
+        cmd, a = args[0].upper(), args[1:]
+        shape = _READS.get(cmd) or _WRITES.get(cmd)
+        if shape is None or not a:
+            other = self.stats["other_commands"]
+            other[cmd] = other.get(cmd, 0) + 1
+            return []
+        op = 0 if cmd in _READS else (2 if cmd in _DELETES else 1)
+        pairs = {
+            "fields": lambda: [(a[0], f, None) for f in a[1:]],
+            "key": lambda: [(a[0], None, None)],
+            "keys": lambda: [(k, None, None) for k in a],
+            "field_values": lambda: [(a[0], f, len(v)) for f, v in zip(a[1::2], a[2::2])],
+            "key_value": lambda: [(a[0], None, len(a[1]) if len(a) > 1 else None)],
+            "key_ttl_value": lambda: [(a[0], None, len(a[2]) if len(a) > 2 else None)],
+            "key_values": lambda: [(k, None, len(v)) for k, v in zip(a[0::2], a[1::2])],
+        }[shape]()
+        self.stats["rows"] += len(pairs)
+        return [(ts, conn, req, op, cmd, k, f, size) for k, f, size in pairs]
+
+    def _batch(self, rows, clients) -> pa.RecordBatch:
+        cols = list(zip(*rows))
+        names = list(clients)
+        n = len(rows)
+        conn = np.array(cols[1], dtype=np.int32)
+        return pa.RecordBatch.from_arrays([
+            pa.array(cols[0], pa.int64()), pa.array(cols[1], pa.uint32()), pa.array(cols[2], pa.uint64()),
+            pa.DictionaryArray.from_arrays(pa.array(np.array(cols[3], np.int8)), pa.array(["read", "write", "delete"])),
+            pa.array(cols[4], pa.string()).dictionary_encode().cast(SCHEMA.field("cmd").type),
+            pa.array(cols[5], pa.large_string()), pa.array(cols[6], pa.large_string()),
+            pa.array(cols[7], pa.int32()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.int64()),
+            pa.DictionaryArray.from_arrays(pa.array(conn), pa.array(names, pa.string())),
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["unknown"], pa.string())),
+        ], schema=SCHEMA)

@@ -1,0 +1,166 @@
+"""Writing a trace (a stream of Arrow record batches of the trace schema) in each output format:
+Parquet, `commands` text, `monitor` text, and libCacheSim's `oracleGeneral` binary.
+
+Values never reach an output: the text formats write `?` where a command sent a value, and the binary one
+carries only sizes."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cachescope import _native
+from cachescope.errors import UsageError
+from cachescope.parse.schema import SCHEMA
+
+OUTPUT_FORMATS = ("parquet", "commands", "monitor", "oracleGeneral")
+_BY_EXTENSION = {".parquet": "parquet", ".pq": "parquet", ".txt": "commands", ".commands": "commands",
+                 ".monitor": "monitor", ".oraclegeneral": "oracleGeneral", ".bin": "oracleGeneral"}
+VALUE_PLACEHOLDER = "?"
+# Commands whose rows are (key, field) pairs that the command writes as `field value`.
+_FIELD_VALUE_WRITES = {"HSET", "HMSET"}
+_KEY_VALUE_WRITES = {"SET", "SETNX", "GETSET", "APPEND", "MSET", "MSETNX"}
+# Arguments after the key (or key and field) that are neither: a TTL, an increment, an offset.
+_PLACEHOLDER_ARGS = {"EXPIRE": 1, "PEXPIRE": 1, "EXPIREAT": 1, "PEXPIREAT": 1, "SETEX": 2, "PSETEX": 2,
+                     "INCRBY": 1, "DECRBY": 1, "INCRBYFLOAT": 1, "SETRANGE": 2, "HINCRBY": 1,
+                     "HINCRBYFLOAT": 1, "HSETNX": 1}
+
+
+def output_format(path: str, forced: str | None) -> str:
+    if forced is not None:
+        if forced not in OUTPUT_FORMATS:
+            raise UsageError(f"unknown output format {forced!r}; choose from {', '.join(OUTPUT_FORMATS)}")
+        return forced
+    fmt = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
+    if fmt is None:
+        raise UsageError(f"{path}: cannot tell the output format from the extension; give --format "
+                         f"({', '.join(OUTPUT_FORMATS)})")
+    return fmt
+
+
+class TraceWriter:
+    """Writes record batches to `path` in `fmt`; use as a context manager."""
+
+    def __init__(self, path: str, fmt: str):
+        self.path, self.fmt = path, fmt
+        self._parquet = None
+        self._file = None
+        self._oracle = _OracleGeneral() if fmt == "oracleGeneral" else None
+
+    def __enter__(self):
+        if self.fmt == "parquet":
+            self._parquet = pq.ParquetWriter(self.path, SCHEMA, compression="zstd")
+        elif self.fmt in ("commands", "monitor"):
+            self._file = open(self.path, "w", encoding="utf-8", newline="\n")
+        return self
+
+    def write(self, rb: pa.RecordBatch) -> None:
+        if self._parquet is not None:
+            self._parquet.write_batch(rb)
+        elif self._oracle is not None:
+            self._oracle.add(rb)
+        else:
+            self._file.write("".join(_text_lines(rb, monitor=self.fmt == "monitor")))
+
+    def __exit__(self, *exc):
+        if self._parquet is not None:
+            self._parquet.close()
+        if self._file is not None:
+            self._file.close()
+        if self._oracle is not None and exc[0] is None:
+            self._oracle.write(self.path)
+
+
+def _text_lines(rb: pa.RecordBatch, monitor: bool):
+    """One line per command (its rows share `req`)."""
+    cols = {name: rb.column(name).to_pylist() for name in ("ts_ns", "req", "cmd", "key", "field", "client")}
+    n = rb.num_rows
+    i = 0
+    while i < n:
+        j = i
+        while j < n and cols["req"][j] == cols["req"][i]:
+            j += 1
+        args = _command_args(cols["cmd"][i], cols["key"][i:j], cols["field"][i:j])
+        if monitor:
+            ts = cols["ts_ns"][i]
+            quoted = " ".join(_redis_quote(a) for a in args)
+            yield f"{ts // 10**9}.{ts % 10**9 // 1000:06d} [0 {cols['client'][i]}] {quoted}\n"
+        else:
+            yield " ".join(_bare(a) for a in args) + "\n"
+        i = j
+
+
+def _command_args(cmd: str, keys: list, fields: list) -> list[str]:
+    """The command as a line of arguments, rebuilt from its rows (values replaced by the placeholder)."""
+    if cmd == "HGETALL":
+        return [cmd, keys[0]]
+    extra = [VALUE_PLACEHOLDER] * _PLACEHOLDER_ARGS.get(cmd, 0)
+    if fields[0] is not None:  # per-field rows of one key
+        if cmd in _FIELD_VALUE_WRITES:
+            return [cmd, keys[0], *(x for f in fields for x in (f, VALUE_PLACEHOLDER))]
+        return [cmd, keys[0], *fields, *extra]
+    if cmd in _KEY_VALUE_WRITES:
+        return [cmd, *(x for k in keys for x in (k, VALUE_PLACEHOLDER))]
+    return [cmd, *keys, *extra]
+
+
+def _bare(arg: str) -> str:
+    """An argument for the commands format: as is, or double-quoted when it holds spaces, quotes or nothing."""
+    if arg and not any(c.isspace() or c in '"\\' for c in arg):
+        return arg
+    return _redis_quote(arg)
+
+
+def _redis_quote(arg: str) -> str:
+    """Double-quoted with the escapes Redis uses when it prints a string (as MONITOR does)."""
+    out = ['"']
+    for ch in arg:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+class _OracleGeneral:
+    """libCacheSim's binary trace: 24-byte records (u32 time in s, u64 id, u32 size, i64 next access), reads
+    only. The id is the cache key hash cachescope simulates; the next access is the position of the next
+    read of that key (-1 for none), so Belady can run on it. Memory: 16 bytes per read until the end."""
+
+    DTYPE = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+
+    def __init__(self):
+        self.ids, self.ts, self.sizes = [], [], []
+
+    def add(self, rb: pa.RecordBatch) -> None:
+        from cachescope.trace.parquet import _hash_columns
+
+        reads = np.asarray(rb.column("op").indices) == 0
+        rb = rb.filter(pa.array(reads))
+        if rb.num_rows:
+            self.ids.append(_hash_columns(rb, "field", "", 0)["keys"])
+            self.ts.append(rb.column("ts_ns").to_numpy())
+            self.sizes.append(rb.column("value_size").fill_null(1).to_numpy().astype(np.uint32))
+
+    def write(self, path: str) -> None:
+        ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.uint64)
+        rec = np.zeros(len(ids), dtype=self.DTYPE)
+        if len(ids):
+            ts = np.concatenate(self.ts)
+            rec["time"] = (ts - ts[0]) // 10**9
+            rec["id"] = ids
+            rec["size"] = np.maximum(np.concatenate(self.sizes), 1)
+            rec["next"] = _native.next_access(ids).view(np.int64)  # "never" (2**64-1) reads as -1
+        rec.tofile(path)
