@@ -55,9 +55,18 @@ impl Redactor {
         }
     }
 
+    /// Whether `observe` wants to see argument `i`.
+    #[inline]
+    pub fn watching(&self, i: u32) -> bool {
+        i == 0 || self.rule != Rule::None
+    }
+
     /// Takes note of argument `i`, read and stored (not redacted).
     #[inline]
     pub fn observe(&mut self, i: u32, arg: &[u8]) {
+        if i > 0 && self.rule == Rule::None {
+            return;
+        }
         if i == 0 {
             self.pending = 0;
             self.rule = match arg.len() {

@@ -201,6 +201,9 @@ impl ReplyStore {
 /// Index just past the subtree of `frame.nodes[root]`.
 pub(crate) fn subtree_end(nodes: &[Node], root: usize) -> usize {
     let depth = nodes[root].depth;
+    if depth == 0 {
+        return nodes.len();
+    }
     nodes[root + 1..].iter().position(|n| n.depth <= depth).map_or(nodes.len(), |i| root + 1 + i)
 }
 
@@ -243,12 +246,15 @@ fn string_len(n: &Node) -> Option<Option<u32>> {
 }
 
 fn lengths(children: &[Node], store: &mut ReplyStore) -> Stored {
-    if !children.iter().all(|c| string_len(c).is_some()) {
-        return Stored::Other;
-    }
     let lens = store.lens.end();
     for c in children {
-        store.lens.push(string_len(c).flatten());
+        match string_len(c) {
+            Some(len) => store.lens.push(len),
+            None => {
+                store.lens.truncate(lens);
+                return Stored::Other;
+            }
+        }
     }
     Stored::Array { lens, n: children.len() as u32 }
 }
