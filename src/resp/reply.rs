@@ -265,7 +265,11 @@ impl ReplyParser {
                 self.scalar(Kind::Nil, 0, 0);
             } else {
                 let end = start + n as usize;
-                if n < 0 || n as u64 > self.limits.max_bulk_len || end + 2 > data.len() || &data[end..end + 2] != b"\r\n" {
+                if n < 0
+                    || n as u64 > self.limits.max_bulk_len
+                    || end + 2 > data.len()
+                    || &data[end..end + 2] != b"\r\n"
+                {
                     break;
                 }
                 *pos = end + 2;
@@ -332,9 +336,7 @@ impl ReplyParser {
     fn on_header(&mut self, t: u8, line: &[u8], len: usize) -> bool {
         match t {
             b'+' => {
-                if self.stack.is_empty() && len <= TAG {
-                    self.set_tag(line);
-                } else if self.first_of_top() && len <= TAG {
+                if len <= TAG && (self.stack.is_empty() || self.first_of_top()) {
                     self.set_tag(line);
                 }
                 self.scalar(Kind::Simple, len, 0)
@@ -393,7 +395,7 @@ impl ReplyParser {
         if self.attributes == 0 {
             let depth = self.stack.len() as u8;
             let index = self.stack.last().map_or(0, |l| l.index);
-            if kind == Kind::Bulk && depth == self.plan.keys_at && index % 2 == 0 {
+            if kind == Kind::Bulk && depth == self.plan.keys_at && index.is_multiple_of(2) {
                 if self.frame.keys.len() as u64 + n as u64 <= self.limits.max_field_bytes as u64 {
                     key = self.frame.key_spans.len() as u32;
                     self.frame.key_spans.push(Span { start: self.frame.keys.len() as u32, len: n as u32 });

@@ -78,7 +78,10 @@ enum State {
     ArgHeader,
     /// In the `$<len>` line.
     ArgLine,
-    Payload { left: u64, store: bool },
+    Payload {
+        left: u64,
+        store: bool,
+    },
     Crlf(u8),
     Inline,
     /// Looking for a plausible command start.
@@ -134,11 +137,6 @@ impl RequestParser {
             carry_ts: 0,
             counts: RequestCounts::default(),
         }
-    }
-
-    /// Looking for a command start: the stream is at an unknown point.
-    pub fn resyncing(&self) -> bool {
-        self.state == State::Resync
     }
 
     /// Inside a command.
@@ -281,7 +279,7 @@ impl RequestParser {
                 break;
             }
             if self.open_arg(n as u64, store) {
-                store.bytes.extend(&data[start..end]);
+                store.bytes.extend_from(data, start, n as usize);
             }
             *pos = end + 2;
             self.arg_done(ts, store, out);
@@ -337,6 +335,7 @@ impl RequestParser {
 
     /// Decides what becomes of the next argument (`len` bytes): stored, redacted, elided or (the command
     /// being too long) dropped; true when its bytes are to be copied.
+    #[inline(always)]
     fn open_arg(&mut self, len: u64, store: &mut ArgStore) -> bool {
         if self.cmd.truncated {
             return false;
@@ -395,10 +394,12 @@ impl RequestParser {
             store.bytes.extend(&data[*pos..*pos + n]);
         }
         *pos += n;
-        self.state = if n as u64 == left { State::Crlf(0) } else { State::Payload { left: left - n as u64, store: keep } };
+        self.state =
+            if n as u64 == left { State::Crlf(0) } else { State::Payload { left: left - n as u64, store: keep } };
         true
     }
 
+    #[inline(always)]
     fn arg_done(&mut self, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) {
         let held = store.spans.end() - self.cmd.spans_start;
         if self.redactor.watching(self.got) && held > self.got as u64 {

@@ -337,8 +337,8 @@ impl Session {
     /// Whether `cmd` is a turn where pairing can resume (see the module comment). At a turn with the reply
     /// stream's frame boundaries lost, restarts the reply parser instead.
     fn at_turn(&mut self, cmd: &Parsed) -> bool {
-        let quiet = cmd.mark == self.reply_bytes
-            && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
+        let quiet =
+            cmd.mark == self.reply_bytes && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
         if !quiet {
             return false;
         }
@@ -358,7 +358,8 @@ impl Session {
             let over_count = self.queue.len() > self.limits.max_pending_commands;
             let over_bytes = match (self.queue.front(), self.queue.back()) {
                 (Some(f), Some(b)) if self.queue.len() > 1 => {
-                    (b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start) as usize > self.limits.max_pending_bytes
+                    (b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start) as usize
+                        > self.limits.max_pending_bytes
                 }
                 _ => false,
             };

@@ -266,7 +266,7 @@ fn long_arguments_are_elided_and_long_commands_dropped() {
     let limits = Limits { max_arg_bytes: 8, max_command_bytes: 64, ..Limits::default() };
     let mut r = Run::with(Session::new(limits));
     r.req(1, &cmd(&[b"SET", b"k", &[b'v'; 100]])).rep(2, b"+OK\r\n");
-    let many: Vec<&[u8]> = std::iter::once(&b"HMGET"[..]).chain(std::iter::repeat(&b"field"[..]).take(20)).collect();
+    let many: Vec<&[u8]> = std::iter::once(&b"HMGET"[..]).chain(std::iter::repeat_n(&b"field"[..], 20)).collect();
     r.req(3, &cmd(&many)).rep(4, &array(&[None; 19]));
     r.req(5, &cmds("GET k")).rep(6, &bulk(b"v"));
     assert_eq!(r.pairs(), [(s("SET k "), Owned::Simple), (s("GET k"), Owned::Bulk(1))]);
