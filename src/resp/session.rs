@@ -20,7 +20,13 @@
 //! frame boundaries, a first turn restarts the reply parser (a new reply begins after a quiet turn) and a
 //! second one resumes pairing. A client that pipelines without ever waiting offers no turn and its commands
 //! stay `Unknown`. Two checks catch what slips through: a reply that starts before its command ended, or
-//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`).
+//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`); the replies of
+//! the commands then waiting are taken to be still on their way, so a turn needs them first.
+//!
+//! What stays uncertain: commands lost on the request side have replies of their own, which the count
+//! above takes for replies to the commands seen; a client that pipelines across a quiet moment can thus
+//! be paired one reply off after a loss. The shape check catches that for HMGET/MGET (an array of the
+//! wrong length) and HGETALL, not for two GETs.
 
 use std::collections::VecDeque;
 
