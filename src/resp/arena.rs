@@ -42,6 +42,20 @@ impl<T: Copy> Fifo<T> {
         self.items.extend_from_slice(items);
     }
 
+    /// Appends `src[start..start + n]`. Short runs with room after them in `src` are copied as one
+    /// fixed-size block and cut back, which compiles to a few moves instead of a call to memcpy.
+    #[inline]
+    pub fn extend_from(&mut self, src: &[T], start: usize, n: usize) {
+        const BLOCK: usize = 16;
+        if n <= BLOCK && start + BLOCK <= src.len() {
+            let len = self.items.len();
+            self.items.extend_from_slice(&src[start..start + BLOCK]);
+            self.items.truncate(len + n);
+        } else {
+            self.items.extend_from_slice(&src[start..start + n]);
+        }
+    }
+
     /// Items from virtual position `start`, `len` of them. Positions must be held (not released, pushed).
     #[inline]
     pub fn slice(&self, start: u64, len: usize) -> &[T] {

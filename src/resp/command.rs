@@ -33,12 +33,17 @@ pub enum Reply<'a> {
     /// A nil bulk string or array (RESP2) or a null (RESP3).
     Nil,
     /// A bulk (or verbatim) string of `len` bytes.
-    Bulk { len: u32 },
+    Bulk {
+        len: u32,
+    },
     /// An array or set whose elements are all strings or nils: each element's length, or `None` for nil
     /// (HMGET, MGET). Arrays holding anything else (numbers, nested arrays) are `Other`.
     Array(&'a [Option<u32>]),
     /// The reply of HGETALL: field names and each value's length (from a RESP3 map or a RESP2 flat array).
-    Map { fields: FieldsView<'a>, value_lens: &'a [Option<u32>] },
+    Map {
+        fields: FieldsView<'a>,
+        value_lens: &'a [Option<u32>],
+    },
     Integer(i64),
     /// A simple string (`+OK`, `+PONG`); its text is not kept.
     Simple,

@@ -125,6 +125,11 @@ impl LineReader {
         self.active = false;
     }
 
+    /// A line is half read.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
     /// Reads the line at `data[*pos]` (or the rest of the one begun earlier); `Ok(None)` when the chunk ended
     /// first (every byte taken), `Err` for a lone CR or LF or a line longer than `max`.
     #[inline]
@@ -167,6 +172,29 @@ impl LineReader {
             _ => Err(()),
         }
     }
+}
+
+/// The hot path for numeric headers: `-?[0-9]{1,18}\r\n` at the start of `d`, parsed in one pass; the
+/// value and the bytes taken. `None` for anything else, including a line not wholly in `d`: the general
+/// path (`LineReader`, `parse_int`) then decides.
+#[inline(always)]
+pub(crate) fn fast_int_line(d: &[u8]) -> Option<(i64, usize)> {
+    let neg = d.first() == Some(&b'-');
+    let start = neg as usize;
+    let mut i = start;
+    let mut v: i64 = 0;
+    while i < d.len() && i - start < 18 {
+        let c = d[i].wrapping_sub(b'0');
+        if c > 9 {
+            break;
+        }
+        v = v * 10 + c as i64;
+        i += 1;
+    }
+    if i == start || d.get(i) != Some(&b'\r') || d.get(i + 1) != Some(&b'\n') {
+        return None;
+    }
+    Some((if neg { -v } else { v }, i + 2))
 }
 
 /// Parses a RESP integer: an optional minus sign and 1 to 19 digits; anything else (a plus sign, spaces,
@@ -219,6 +247,17 @@ mod tests {
         let mut r = PartialLine::default();
         assert!(matches!(r.feed(b"ab\r", 50), Feed::More));
         assert!(matches!(r.feed(b"x", 50), Feed::Invalid));
+    }
+
+    #[test]
+    fn fast_integer_lines() {
+        assert_eq!(fast_int_line(b"22\r\n$5"), Some((22, 4)));
+        assert_eq!(fast_int_line(b"-1\r\n"), Some((-1, 4)));
+        assert_eq!(fast_int_line(b"22\r"), None);
+        assert_eq!(fast_int_line(b"-\r\n"), None);
+        assert_eq!(fast_int_line(b"\r\n"), None);
+        assert_eq!(fast_int_line(b"1x\r\n"), None);
+        assert_eq!(fast_int_line(b"1234567890123456789\r\n"), None);
     }
 
     #[test]

@@ -15,7 +15,9 @@ enum Rule {
     /// AUTH: every argument.
     All,
     /// HELLO and MIGRATE: the arguments after an AUTH (or AUTH2) option.
-    AfterOption { migrate: bool },
+    AfterOption {
+        migrate: bool,
+    },
     /// ACL: decided by the subcommand.
     Acl,
     /// ACL SETUSER: every argument after the user name.
@@ -55,9 +57,18 @@ impl Redactor {
         }
     }
 
+    /// Whether `observe` wants to see argument `i`.
+    #[inline]
+    pub fn watching(&self, i: u32) -> bool {
+        i == 0 || self.rule != Rule::None
+    }
+
     /// Takes note of argument `i`, read and stored (not redacted).
     #[inline]
     pub fn observe(&mut self, i: u32, arg: &[u8]) {
+        if i > 0 && self.rule == Rule::None {
+            return;
+        }
         if i == 0 {
             self.pending = 0;
             self.rule = match arg.len() {
@@ -84,7 +95,7 @@ impl Redactor {
             Rule::Config if i == 1 => {
                 self.rule = if arg.eq_ignore_ascii_case(b"SET") { Rule::ConfigSet } else { Rule::None };
             }
-            Rule::ConfigSet if i % 2 == 0 && sensitive_parameter(arg) => self.pending = 1,
+            Rule::ConfigSet if i.is_multiple_of(2) && sensitive_parameter(arg) => self.pending = 1,
             _ => {}
         }
     }

@@ -13,7 +13,7 @@
 use std::mem;
 
 use super::arena::{Fifo, Span};
-use super::line::{parse_int, LineReader};
+use super::line::{fast_int_line, parse_int, LineReader};
 use super::redact::{Redactor, REDACTED};
 use super::resync::{scan, Scan, MAX_CANDIDATE};
 use super::Limits;
@@ -78,7 +78,10 @@ enum State {
     ArgHeader,
     /// In the `$<len>` line.
     ArgLine,
-    Payload { left: u64, store: bool },
+    Payload {
+        left: u64,
+        store: bool,
+    },
     Crlf(u8),
     Inline,
     /// Looking for a plausible command start.
@@ -134,11 +137,6 @@ impl RequestParser {
             carry_ts: 0,
             counts: RequestCounts::default(),
         }
-    }
-
-    /// Looking for a command start: the stream is at an unknown point.
-    pub fn resyncing(&self) -> bool {
-        self.state == State::Resync
     }
 
     /// Inside a command.
@@ -207,7 +205,8 @@ impl RequestParser {
     fn run(&mut self, data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) -> usize {
         let mut pos = 0;
         while pos < data.len() {
-            let ok = match self.state {
+            let state = self.state;
+            let ok = match state {
                 State::Idle => {
                     self.begin(ts, mark, store);
                     if data[pos] == b'*' {
@@ -219,6 +218,12 @@ impl RequestParser {
                     }
                     true
                 }
+                State::Count if !self.lines.is_active() && fast_int_line(&data[pos..]).is_some() => {
+                    let (n, used) = fast_int_line(&data[pos..]).unwrap_or((0, 0));
+                    pos += used;
+                    self.on_count(Some(n))
+                }
+                State::ArgHeader if self.fast_args(data, &mut pos, ts, store, out) => true,
                 State::Count => match self.lines.read(data, &mut pos, 20) {
                     Ok(Some(line)) => self.on_count(parse_int(line.bytes(data))),
                     Ok(None) => true,
@@ -257,6 +262,30 @@ impl RequestParser {
             }
         }
         data.len()
+    }
+
+    /// The hot path: reads the arguments wholly in `data` in one loop; false when it could take none (the
+    /// general path then takes the next step, and reports any error).
+    fn fast_args(&mut self, data: &[u8], pos: &mut usize, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let mut took = false;
+        while self.state == State::ArgHeader && data.get(*pos) == Some(&b'$') {
+            let Some((n, used)) = fast_int_line(&data[*pos + 1..]) else { break };
+            let start = *pos + 1 + used;
+            if n < 0 || n as u64 > self.limits.max_bulk_len || start + n as usize + 2 > data.len() {
+                break;
+            }
+            let end = start + n as usize;
+            if &data[end..end + 2] != b"\r\n" {
+                break;
+            }
+            if self.open_arg(n as u64, store) {
+                store.bytes.extend_from(data, start, n as usize);
+            }
+            *pos = end + 2;
+            self.arg_done(ts, store, out);
+            took = true;
+        }
+        took
     }
 
     fn begin(&mut self, ts: i64, mark: u64, store: &ArgStore) {
@@ -306,6 +335,7 @@ impl RequestParser {
 
     /// Decides what becomes of the next argument (`len` bytes): stored, redacted, elided or (the command
     /// being too long) dropped; true when its bytes are to be copied.
+    #[inline(always)]
     fn open_arg(&mut self, len: u64, store: &mut ArgStore) -> bool {
         if self.cmd.truncated {
             return false;
@@ -364,13 +394,15 @@ impl RequestParser {
             store.bytes.extend(&data[*pos..*pos + n]);
         }
         *pos += n;
-        self.state = if n as u64 == left { State::Crlf(0) } else { State::Payload { left: left - n as u64, store: keep } };
+        self.state =
+            if n as u64 == left { State::Crlf(0) } else { State::Payload { left: left - n as u64, store: keep } };
         true
     }
 
+    #[inline(always)]
     fn arg_done(&mut self, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) {
         let held = store.spans.end() - self.cmd.spans_start;
-        if held > self.got as u64 {
+        if self.redactor.watching(self.got) && held > self.got as u64 {
             let span = store.spans.slice(store.spans.end() - 1, 1)[0];
             let arg = store.bytes.slice(self.cmd.bytes_start + span.start as u64, span.len as usize);
             self.redactor.observe(self.got, arg);

@@ -20,7 +20,13 @@
 //! frame boundaries, a first turn restarts the reply parser (a new reply begins after a quiet turn) and a
 //! second one resumes pairing. A client that pipelines without ever waiting offers no turn and its commands
 //! stay `Unknown`. Two checks catch what slips through: a reply that starts before its command ended, or
-//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`).
+//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`); the replies of
+//! the commands then waiting are taken to be still on their way, so a turn needs them first.
+//!
+//! What stays uncertain: commands lost on the request side have replies of their own, which the count
+//! above takes for replies to the commands seen; a client that pipelines across a quiet moment can thus
+//! be paired one reply off after a loss. The shape check catches that for HMGET/MGET (an array of the
+//! wrong length) and HGETALL, not for two GETs.
 
 use std::collections::VecDeque;
 
@@ -337,8 +343,8 @@ impl Session {
     /// Whether `cmd` is a turn where pairing can resume (see the module comment). At a turn with the reply
     /// stream's frame boundaries lost, restarts the reply parser instead.
     fn at_turn(&mut self, cmd: &Parsed) -> bool {
-        let quiet = cmd.mark == self.reply_bytes
-            && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
+        let quiet =
+            cmd.mark == self.reply_bytes && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
         if !quiet {
             return false;
         }
@@ -358,7 +364,8 @@ impl Session {
             let over_count = self.queue.len() > self.limits.max_pending_commands;
             let over_bytes = match (self.queue.front(), self.queue.back()) {
                 (Some(f), Some(b)) if self.queue.len() > 1 => {
-                    (b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start) as usize > self.limits.max_pending_bytes
+                    (b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start) as usize
+                        > self.limits.max_pending_bytes
                 }
                 _ => false,
             };

@@ -129,7 +129,7 @@ pub(crate) fn compatible(class: Class, argc: u32, top: &Node) -> bool {
     match class {
         Class::Hmget => matches!(top.kind, Array | Set) && top.len as u64 + 2 == argc as u64,
         Class::Mget => matches!(top.kind, Array | Set) && top.len as u64 + 1 == argc as u64,
-        Class::Hgetall => top.kind == Map || (top.kind == Array && top.len % 2 == 0),
+        Class::Hgetall => top.kind == Map || (top.kind == Array && top.len.is_multiple_of(2)),
         Class::GetLike => matches!(top.kind, Bulk | Verbatim | Nil | Null),
         Class::IntLike => top.kind == Integer,
         Class::Multi | Class::Discard => top.kind == Simple,
@@ -191,7 +191,10 @@ impl ReplyStore {
             Stored::Other => Reply::Other,
             Stored::Array { lens, n } => Reply::Array(self.lens.slice(lens, n as usize)),
             Stored::Map { lens, n, bytes, bytes_len, spans } => Reply::Map {
-                fields: ArgsView { bytes: self.bytes.slice(bytes, bytes_len as usize), spans: self.spans.slice(spans, n as usize) },
+                fields: ArgsView {
+                    bytes: self.bytes.slice(bytes, bytes_len as usize),
+                    spans: self.spans.slice(spans, n as usize),
+                },
                 value_lens: self.lens.slice(lens, n as usize),
             },
         }
@@ -201,6 +204,9 @@ impl ReplyStore {
 /// Index just past the subtree of `frame.nodes[root]`.
 pub(crate) fn subtree_end(nodes: &[Node], root: usize) -> usize {
     let depth = nodes[root].depth;
+    if depth == 0 {
+        return nodes.len();
+    }
     nodes[root + 1..].iter().position(|n| n.depth <= depth).map_or(nodes.len(), |i| root + 1 + i)
 }
 
@@ -218,8 +224,8 @@ pub(crate) fn summarize(frame: &Frame, root: usize, class: Class, store: &mut Re
         Kind::Array | Kind::Set | Kind::Push | Kind::Map => {
             let children = &frame.nodes[root + 1..subtree_end(&frame.nodes, root)];
             let count = if node.kind == Kind::Map { 2 * node.len as usize } else { node.len as usize };
-            let direct = children.iter().filter(|c| c.depth == node.depth + 1).count();
-            if frame.overflow || direct != count || children.len() != count {
+            // Nested aggregates leave deeper nodes among the children: such replies are not described.
+            if frame.overflow || children.len() != count {
                 return Stored::Other;
             }
             if class == Class::Hgetall && (node.kind == Kind::Map || node.kind == Kind::Array) {
@@ -243,19 +249,22 @@ fn string_len(n: &Node) -> Option<Option<u32>> {
 }
 
 fn lengths(children: &[Node], store: &mut ReplyStore) -> Stored {
-    if !children.iter().all(|c| string_len(c).is_some()) {
-        return Stored::Other;
-    }
     let lens = store.lens.end();
     for c in children {
-        store.lens.push(string_len(c).flatten());
+        match string_len(c) {
+            Some(len) => store.lens.push(len),
+            None => {
+                store.lens.truncate(lens);
+                return Stored::Other;
+            }
+        }
     }
     Stored::Array { lens, n: children.len() as u32 }
 }
 
 /// HGETALL: field names (captured keys at even positions) and the lengths of the values after them.
 fn fields(frame: &Frame, children: &[Node], store: &mut ReplyStore) -> Stored {
-    let valid = children.len() % 2 == 0
+    let valid = children.len().is_multiple_of(2)
         && children.chunks(2).all(|p| p[0].key != NO_KEY && string_len(&p[1]).is_some());
     if !valid {
         return Stored::Other;

@@ -102,10 +102,7 @@ fn resp3_types() {
     assert_eq!(one(b"!21\r\nSYNTAX invalid syntax\r\n"), [(BulkError, 0, 21, 0)]);
     assert_eq!(one(b"=15\r\ntxt:Some string\r\n"), [(Verbatim, 0, 15, 0)]);
     assert_eq!(one(b"~2\r\n+a\r\n:1\r\n"), [(Set, 0, 2, 0), (Simple, 1, 1, 0), (Integer, 1, 0, 1)]);
-    assert_eq!(
-        one(b"%1\r\n+key\r\n$3\r\nval\r\n"),
-        [(Map, 0, 1, 0), (Simple, 1, 3, 0), (Bulk, 1, 3, 0)]
-    );
+    assert_eq!(one(b"%1\r\n+key\r\n$3\r\nval\r\n"), [(Map, 0, 1, 0), (Simple, 1, 3, 0), (Bulk, 1, 3, 0)]);
     assert_eq!(one(b">2\r\n$7\r\nmessage\r\n$1\r\nx\r\n")[0], (Push, 0, 2, 0));
 }
 

@@ -67,7 +67,10 @@ fn request_gap_drains_what_was_sent_before_it() {
         r.pairs()[..3],
         [(s("GET k1"), Owned::Bulk(1)), (s("GET k2"), Owned::Bulk(2)), (s("GET k4"), Owned::Unknown)]
     );
-    assert_eq!(r.pairs()[3..], [(s("GET k5"), Owned::Bulk(5)), (s("GET k6"), Owned::Bulk(6)), (s("GET k7"), Owned::Bulk(7))]);
+    assert_eq!(
+        r.pairs()[3..],
+        [(s("GET k5"), Owned::Bulk(5)), (s("GET k6"), Owned::Bulk(6)), (s("GET k7"), Owned::Bulk(7))]
+    );
     let st = r.session.stats();
     assert_eq!((st.request_gaps, st.damaged_commands, st.pairing_resyncs, st.unpaired_replies), (1, 1, 1, 2));
 }

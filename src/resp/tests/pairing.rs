@@ -266,11 +266,44 @@ fn long_arguments_are_elided_and_long_commands_dropped() {
     let limits = Limits { max_arg_bytes: 8, max_command_bytes: 64, ..Limits::default() };
     let mut r = Run::with(Session::new(limits));
     r.req(1, &cmd(&[b"SET", b"k", &[b'v'; 100]])).rep(2, b"+OK\r\n");
-    let many: Vec<&[u8]> = std::iter::once(&b"HMGET"[..]).chain(std::iter::repeat(&b"field"[..]).take(20)).collect();
+    let many: Vec<&[u8]> = std::iter::once(&b"HMGET"[..]).chain(std::iter::repeat_n(&b"field"[..], 20)).collect();
     r.req(3, &cmd(&many)).rep(4, &array(&[None; 19]));
     r.req(5, &cmds("GET k")).rep(6, &bulk(b"v"));
     assert_eq!(r.pairs(), [(s("SET k "), Owned::Simple), (s("GET k"), Owned::Bulk(1))]);
     assert_eq!(r.got[0].elided, 1);
     assert_eq!(r.session.stats().oversized_commands, 1);
     assert_eq!(r.session.stats().elided_args, 1);
+}
+
+#[test]
+fn large_values_are_skipped_piece_by_piece() {
+    // A 64 MiB value on each side, in 4 KiB chunks: skipped by length, never buffered.
+    let len = 64 << 20;
+    let mut req = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${len}\r\n").into_bytes();
+    req.resize(req.len() + len, b'v');
+    req.extend_from_slice(b"\r\n");
+    let mut rep = format!("${len}\r\n").into_bytes();
+    rep.resize(rep.len() + len, b'\r');
+    rep.extend_from_slice(b"\r\n");
+    let mut r = Run::new();
+    let start = std::time::Instant::now();
+    for c in req.chunks(4096) {
+        r.req(1, c);
+    }
+    r.rep(2, b"+OK\r\n");
+    r.req(3, &cmds("GET k"));
+    for c in rep.chunks(4096) {
+        r.rep(4, c);
+        assert!(r.session.memory_bytes() < 1 << 20);
+    }
+    assert_eq!(r.pairs(), [(s("SET k "), Owned::Simple), (s("GET k"), Owned::Bulk(len as u32))]);
+    assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn verbatim_strings_count_their_text() {
+    let mut r = Run::new();
+    r.req(1, &cmds("HELLO 3")).rep(2, b"%0\r\n");
+    r.req(3, &cmds("GET k")).rep(4, b"=9\r\ntxt:hello\r\n");
+    assert_eq!(r.got[1].reply, Owned::Bulk(5));
 }

@@ -148,7 +148,8 @@ fn small_limits() -> Limits {
 
 /// What a session under `small_limits` may hold: queue, arguments, one command, one reply's summary,
 /// one inline line, with room for `Vec` growth doubling each.
-const MEMORY_BOUND: usize = 2 * (200 * 120 + (64 << 10) + (16 << 10) + 1000 * 24 + (4 << 10) * 2 + (4 << 10) + 200 * 8) + 64 * 1024;
+const MEMORY_BOUND: usize =
+    2 * (200 * 120 + (64 << 10) + (16 << 10) + 1000 * 24 + (4 << 10) * 2 + (4 << 10) + 200 * 8) + 64 * 1024;
 
 /// 96 cases per property, or `PROPTEST_CASES` for a longer search.
 fn cases() -> u32 {

@@ -81,13 +81,22 @@ impl Gen {
             7..=8 => self.client_reply_off(),
             9 if !self.resp3 => {
                 self.resp3 = true;
-                self.op(b"HELLO 3".split(|&b| b == b' ').map(<[u8]>::to_vec).collect(), b"%0\r\n".to_vec(), Owned::Other);
+                self.op(
+                    b"HELLO 3".split(|&b| b == b' ').map(<[u8]>::to_vec).collect(),
+                    b"%0\r\n".to_vec(),
+                    Owned::Other,
+                );
             }
             10..=12 => {
                 self.n += 1;
                 let line = format!("GET i{}\r\n", self.n);
                 let (reply, expect) = self.bulk_reply();
-                self.raw_op(line.into_bytes(), vec![b"GET".to_vec(), format!("i{}", self.n).into_bytes()], reply, expect);
+                self.raw_op(
+                    line.into_bytes(),
+                    vec![b"GET".to_vec(), format!("i{}", self.n).into_bytes()],
+                    reply,
+                    expect,
+                );
             }
             _ => {
                 let (args, reply, expect) = self.plain();
