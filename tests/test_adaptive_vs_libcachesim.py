@@ -106,16 +106,21 @@ def test_parameters_reach_the_policy(tmp, policy, params):
     assert got != defaults  # the parameters changed something
 
 
-@pytest.mark.parametrize("seed,alpha,universe", [(11, 1.1, 5_000), (12, 1.3, 300), (13, 1.05, 100_000)])
-def test_sized_objects_equal_libcachesim(tmp, seed, alpha, universe):
-    """Objects of 2 bytes to 64 KiB (one size per key, as a trace records it) and capacities in bytes: queue
-    budgets, ghosts and p all count bytes, and an object too large for the policy is not admitted."""
+@pytest.mark.parametrize("seed,alpha,universe,per_request", [
+    (11, 1.1, 5_000, False), (12, 1.3, 300, False), (13, 1.05, 100_000, False),
+    (14, 1.2, 2_000, True),  # a new size at every lookup, as values rewritten in Redis have
+])
+def test_sized_objects_equal_libcachesim(tmp, seed, alpha, universe, per_request):
+    """Objects of 2 bytes to 64 KiB and capacities in bytes: queue budgets, ghosts and p all count bytes, an
+    object too large for the policy is not admitted, and a hit keeps the size the entry was admitted with."""
     from cachescope import _native
 
     n = 30_000
     keys, rng = zipf_keys(seed, alpha, universe, n)
-    size_of = rng.integers(2, 1 << 16, universe + 1, dtype=np.uint32)
-    sizes = size_of[keys.astype(np.int64)]
+    if per_request:
+        sizes = rng.integers(2, 1 << 16, n, dtype=np.uint32)
+    else:
+        sizes = rng.integers(2, 1 << 16, universe + 1, dtype=np.uint32)[keys.astype(np.int64)]
     write_oracle_general(tmp / "t.oracleGeneral", keys, sizes)
     capacities = [1 << 16, 1 << 18, 1 << 20, 10 << 20, int(rng.integers(1 << 17, 1 << 24))]
     for policy in LIBCACHESIM:

@@ -37,9 +37,9 @@ pub struct ArcCache {
     q: Queues<4>,
     /// Target size of T1, in size units.
     p: f64,
-    /// Whether the last key found (resident or ghost) was found in B1 or B2. libCacheSim keeps these between
-    /// requests and REPLACE reads the B2 one, so they are kept the same way.
-    found_in_b1: bool,
+    /// Whether the last key found (resident or ghost) was a ghost in B2, cleared when such a key is admitted.
+    /// REPLACE reads it; libCacheSim keeps it between requests (it outlives a B2 hit on an object too large to
+    /// admit), and so it is kept here.
     found_in_b2: bool,
 }
 
@@ -64,7 +64,7 @@ fn c_min(a: f64, b: f64) -> f64 {
 
 impl ArcCache {
     pub fn new(capacity: u64) -> ArcCache {
-        ArcCache { capacity, q: Queues::new(), p: 0.0, found_in_b1: false, found_in_b2: false }
+        ArcCache { capacity, q: Queues::new(), p: 0.0, found_in_b2: false }
     }
 
     /// The same cache, empty, as after a restart.
@@ -87,11 +87,10 @@ impl ArcCache {
     #[inline]
     fn ghost_hit(&mut self, n: u32, list: u8) {
         let (b1, b2) = (self.q.used[B1 as usize] as f64, self.q.used[B2 as usize] as f64);
+        self.found_in_b2 = list == B2;
         if list == B1 {
-            self.found_in_b1 = true;
             self.p = c_min(self.p + c_max(b2 / b1, 1.0), self.capacity as f64);
         } else {
-            self.found_in_b2 = true;
             self.p = c_max(self.p - c_max(b1 / b2, 1.0), 0.0);
         }
         self.q.detach(n);
@@ -143,7 +142,6 @@ impl Policy for ArcCache {
         let fits = u64::from(size) <= self.capacity;
         let (n, ghost_hit) = match self.q.find_or_reserve(key, size, fits) {
             Lookup::Found(n) => {
-                self.found_in_b1 = false;
                 self.found_in_b2 = false;
                 let list = self.q.node(n).queue;
                 if list == T1 || list == T2 {
@@ -165,7 +163,6 @@ impl Policy for ArcCache {
             self.evict(size, ghost_hit);
         }
         if ghost_hit {
-            self.found_in_b1 = false;
             self.found_in_b2 = false;
             self.q.link(n, T2);
         } else {

@@ -165,4 +165,21 @@ mod tests {
         assert!(AnyPolicy::new("arc", 0, None).is_err());
         assert!(AnyPolicy::new("infinite", 0, None).is_ok());
     }
+
+    #[test]
+    fn an_emptied_policy_starts_over_with_its_parameters() {
+        let keys: Vec<u64> = (0..5_000u64).map(|i| crate::hash::mix64(i) % 300).collect();
+        let small = named(&[("small_ratio", 0.3), ("ghost_ratio", 0.5), ("move_to_main_threshold", 1.0)]);
+        for (name, params) in [("arc", vec![]), ("2q", named(&[("kin", 0.4), ("kout", 1.0)])), ("s3fifo", small)] {
+            let hits = |p: &mut AnyPolicy| -> Vec<bool> {
+                crate::with_policy!(p, p => keys.iter().map(|&k| p.access(k, 1)).collect())
+            };
+            let mut fresh = AnyPolicy::with_params(name, 40, &params, None).unwrap();
+            let mut used = AnyPolicy::with_params(name, 40, &params, None).unwrap();
+            hits(&mut used);
+            let mut emptied = used.emptied(name, 40);
+            assert!(crate::with_policy!(&emptied, p => p.is_empty()), "{name}");
+            assert_eq!(hits(&mut emptied), hits(&mut fresh), "{name}");
+        }
+    }
 }
