@@ -47,6 +47,12 @@ POLICIES = {
     spec.name: spec
     for spec in (
         PolicySpec("lru", "LRU", "least recently used: evict the entry not used for the longest time"),
+        PolicySpec("lfu", "LFU", "least frequently used: evict the entry with the fewest hits since it was admitted "
+                   "(ties: the one that reached that count first)"),
+        PolicySpec("fifo", "FIFO", "first in, first out: evict the entry admitted longest ago; hits change nothing"),
+        PolicySpec("clock", "CLOCK", "FIFO with a reference bit: a hit entry gets a second chance at the newest end"),
+        PolicySpec("sieve", "SIEVE", "FIFO with a visited bit and a moving hand: hit entries stay in place, the hand "
+                   "evicts the first unvisited one (NSDI 2024)"),
         PolicySpec("arc", "ARC", "adaptive replacement cache (FAST 2003): an LRU list for keys seen once and one for "
                    "keys seen again, their split tuned by ghost lists of recently evicted keys"),
         PolicySpec("2q", "2Q", "2Q (VLDB 1994): first references pass through a FIFO (A1in) whose evicted keys are "

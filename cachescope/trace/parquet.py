@@ -31,37 +31,49 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
         raise TraceFormatError(f"{path}: Parquet trace has no 'key' column (it has: {', '.join(names)})")
     columns = [c for c in _COLUMNS if c in names]
     total_rows = max(pf.metadata.num_rows, 1)
-    rows_seen = 0
-    commands = _CommandCounter()
-    info = src.info
+    events = RecordBatchEvents(src)
     try:
         for rb in pf.iter_batches(batch_size=batch_events, columns=columns):
-            row0 = rows_seen
-            rows_seen += rb.num_rows
-            src._bytes_read = src.size_bytes * rows_seen // total_rows
-            reqs = commands.add(rb)
-            info.commands = commands.count
-            ops = _op_codes(rb)
-            keep = ops <= 2
-            if not keep.all():
-                rb, ops, reqs = rb.filter(pa.array(keep)), ops[keep], reqs[keep]
-            if rb.num_rows == 0:
-                continue
-            info.lookups += int(np.count_nonzero(ops == 0))
-            info.writes += int(np.count_nonzero(ops == 1))
-            info.deletes += int(np.count_nonzero(ops == 2))
-            batch = _hash_columns(rb, src.granularity, path, row0)
-            batch.update(ops=ops, reqs=reqs)
-            ts = _timestamps(rb, path)
-            if ts is not None:
-                batch["ts_ns"] = ts
-            if "value_size" in rb.schema.names:
-                batch["value_sizes"] = _value_sizes(rb.column("value_size"), path, row0)
-            yield batch
+            batch = events.convert(rb)
+            src._bytes_read = src.size_bytes * events.rows // total_rows
+            if batch is not None:
+                yield batch
     except pa.ArrowException as e:
-        raise TraceFormatError(f"{path}: corrupt Parquet data after row {rows_seen} ({e})") from None
-    if info.commands == 0:
+        raise TraceFormatError(f"{path}: corrupt Parquet data after row {events.rows} ({e})") from None
+    if src.info.commands == 0:
         raise TraceFormatError(f"{path}: empty trace: no commands")
+
+
+class RecordBatchEvents:
+    """Turns record batches of the trace schema into event batches, counting into `src.info` as it goes."""
+
+    def __init__(self, src):
+        self.src = src
+        self.rows = 0
+        self.commands = _CommandCounter()
+
+    def convert(self, rb: pa.RecordBatch) -> dict | None:
+        src, info, row0 = self.src, self.src.info, self.rows
+        self.rows += rb.num_rows
+        reqs = self.commands.add(rb)
+        info.commands = self.commands.count
+        ops = _op_codes(rb)
+        keep = ops <= 2
+        if not keep.all():
+            rb, ops, reqs = rb.filter(pa.array(keep)), ops[keep], reqs[keep]
+        if rb.num_rows == 0:
+            return None
+        info.lookups += int(np.count_nonzero(ops == 0))
+        info.writes += int(np.count_nonzero(ops == 1))
+        info.deletes += int(np.count_nonzero(ops == 2))
+        batch = _hash_columns(rb, src.granularity, src.path, row0)
+        batch.update(ops=ops, reqs=reqs)
+        ts = _timestamps(rb, src.path)
+        if ts is not None:
+            batch["ts_ns"] = ts
+        if "value_size" in rb.schema.names:
+            batch["value_sizes"] = _value_sizes(rb.column("value_size"), src.path, row0)
+        return batch
 
 
 class _CommandCounter:

@@ -6,19 +6,28 @@
 
 pub mod arc;
 pub mod belady;
+pub mod clock;
+pub mod fifo;
 pub mod infinite;
+pub mod lfu;
 pub mod lru;
 mod queues;
+mod ring;
 pub mod s3fifo;
+pub mod sieve;
 pub mod two_q;
 
 use std::sync::Arc;
 
 pub use arc::ArcCache;
 pub use belady::Belady;
+pub use clock::Clock;
+pub use fifo::Fifo;
 pub use infinite::Infinite;
+pub use lfu::Lfu;
 pub use lru::Lru;
 pub use s3fifo::S3Fifo;
+pub use sieve::Sieve;
 pub use two_q::TwoQ;
 
 pub trait Policy: Send {
@@ -37,6 +46,10 @@ pub trait Policy: Send {
 /// loop is monomorphized for each policy and dispatch happens once per batch.
 pub enum AnyPolicy {
     Lru(Lru),
+    Lfu(Lfu),
+    Fifo(Fifo),
+    Clock(Clock),
+    Sieve(Sieve),
     Arc(ArcCache),
     TwoQ(TwoQ),
     S3Fifo(S3Fifo),
@@ -45,7 +58,8 @@ pub enum AnyPolicy {
 }
 
 /// The registry: each entry's name is what Python, the CLI and the JSON use.
-pub const POLICY_NAMES: &[&str] = &["lru", "arc", "2q", "s3fifo", "infinite", "belady"];
+pub const POLICY_NAMES: &[&str] =
+    &["lru", "lfu", "fifo", "clock", "sieve", "arc", "2q", "s3fifo", "infinite", "belady"];
 
 /// Policies that need the future: `next_access` of the lookups they will see, given to `AnyPolicy::new`.
 pub const NEEDS_FUTURE: &[&str] = &["belady"];
@@ -68,6 +82,10 @@ impl AnyPolicy {
         let none = |policy: AnyPolicy| take_params(name, params, []).map(|[]| policy);
         match name {
             "lru" => none(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
+            "lfu" => none(AnyPolicy::Lfu(Lfu::new(checked_capacity(capacity)?))),
+            "fifo" => none(AnyPolicy::Fifo(Fifo::new(checked_capacity(capacity)?))),
+            "clock" => none(AnyPolicy::Clock(Clock::new(checked_capacity(capacity)?))),
+            "sieve" => none(AnyPolicy::Sieve(Sieve::new(checked_capacity(capacity)?))),
             "arc" => none(AnyPolicy::Arc(ArcCache::new(checked_capacity(capacity)?))),
             "2q" => TwoQ::from_params(checked_capacity(capacity)?, params).map(AnyPolicy::TwoQ),
             "s3fifo" => S3Fifo::from_params(checked_capacity(capacity)?, params).map(AnyPolicy::S3Fifo),
@@ -132,6 +150,10 @@ macro_rules! with_policy {
     ($p:expr, $name:ident => $body:expr) => {
         match $p {
             $crate::policy::AnyPolicy::Lru($name) => $body,
+            $crate::policy::AnyPolicy::Lfu($name) => $body,
+            $crate::policy::AnyPolicy::Fifo($name) => $body,
+            $crate::policy::AnyPolicy::Clock($name) => $body,
+            $crate::policy::AnyPolicy::Sieve($name) => $body,
             $crate::policy::AnyPolicy::Arc($name) => $body,
             $crate::policy::AnyPolicy::TwoQ($name) => $body,
             $crate::policy::AnyPolicy::S3Fifo($name) => $body,
