@@ -1,6 +1,7 @@
 //! The PyO3 bindings, `cachescope._native`: thin wrappers that move numpy arrays in and out in bulk and
 //! release the GIL while Rust loops. No logic lives here.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::sync::Arc;
@@ -157,9 +158,11 @@ struct Simulation {
     inner: sim::Simulation,
 }
 
-/// A run as Python gives it: (policy, capacity) for entries, or (policy, capacity, entry_overhead or None).
+/// A run as Python gives it: (policy, capacity) for entries, or (policy, capacity, entry_overhead or None),
+/// or that and the policy's parameters, {name: value}.
 #[derive(FromPyObject)]
 enum RunArg {
+    WithParams(String, u64, Option<u32>, HashMap<String, f64>),
     Full(String, u64, Option<u32>),
     Entries(String, u64),
 }
@@ -175,9 +178,10 @@ fn write_mode(name: &str) -> PyResult<WriteMode> {
 
 #[pymethods]
 impl Simulation {
-    /// `runs`: (policy, capacity) or (policy, capacity, entry_overhead or None). No overhead means an
-    /// entry-count capacity; a number means a byte capacity whose entries weigh value + key + field +
-    /// overhead bytes.
+    /// `runs`: (policy, capacity), (policy, capacity, entry_overhead or None), or (policy, capacity,
+    /// entry_overhead or None, {parameter: value}). No overhead means an entry-count capacity; a number means a
+    /// byte capacity whose entries weigh value + key + field + overhead bytes. A policy with parameters needs
+    /// every one of them (the Python registry holds their defaults).
     #[new]
     #[pyo3(signature = (runs, window, writes="ignore", ttl_ns=None, allow=None, refreshes=Vec::new(),
                         restarts_at=Vec::new(), restart_every_ns=None, future=None))]
@@ -195,13 +199,16 @@ impl Simulation {
     ) -> PyResult<Self> {
         let specs: Vec<RunSpec> = runs
             .into_iter()
-            .map(|run| match run {
-                RunArg::Full(policy, capacity, overhead) => RunSpec {
-                    policy,
-                    capacity,
-                    unit: overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead }),
-                },
-                RunArg::Entries(policy, capacity) => RunSpec { policy, capacity, unit: Unit::Entries },
+            .map(|run| {
+                let (policy, capacity, overhead, params) = match run {
+                    RunArg::WithParams(policy, capacity, overhead, params) => (policy, capacity, overhead, params),
+                    RunArg::Full(policy, capacity, overhead) => (policy, capacity, overhead, HashMap::new()),
+                    RunArg::Entries(policy, capacity) => (policy, capacity, None, HashMap::new()),
+                };
+                let unit = overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+                let mut params: Vec<(String, f64)> = params.into_iter().collect();
+                params.sort_by(|a, b| a.0.cmp(&b.0));
+                RunSpec { policy, capacity, unit, params }
             })
             .collect();
         let opts = Options {

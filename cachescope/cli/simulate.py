@@ -21,7 +21,10 @@ def build_parser(prog: str) -> Parser:
     group = p.add_argument_group(
         "policies", "capacity in entries (100000, 1e5, 100k) or bytes (64MiB, 2GB); a comma list runs several")
     for spec in POLICIES.values():
-        group.add_argument(spec.flag, metavar="N[,N...]", help=spec.description)
+        group.add_argument(spec.flag, dest=spec.keyword, metavar="N[,N...]", help=spec.description)
+        for param in spec.params:
+            group.add_argument(spec.param_flag(param), dest=_param_dest(spec, param), type=float, metavar="X",
+                               help=f"{spec.label}: {param.help} (default {param.default:g})")
     p.add_argument("--format", choices=FORMATS, help="trace format (default: from the extension or the content)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
@@ -79,7 +82,8 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         assume_value_size=args.assume_value_size,
         ports=args.port or (6379,),
         progress=not args.no_progress,
-        **{name: getattr(args, name) for name in POLICIES},
+        params=_given_params(args),
+        **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if args.timeline:
         result.timeline.to_csv(args.timeline, index=False)
@@ -93,6 +97,21 @@ def main(argv=None, prog: str = "simulate.py") -> int:
     else:
         print(format_summary(result))
     return 0
+
+
+def _param_dest(spec, param) -> str:
+    return f"{spec.keyword}__{param.name}"
+
+
+def _given_params(args) -> dict:
+    """{policy keyword: {parameter: value}} for the parameter flags given."""
+    given = {}
+    for spec in POLICIES.values():
+        for param in spec.params:
+            value = getattr(args, _param_dest(spec, param))
+            if value is not None:
+                given.setdefault(spec.keyword, {})[param.name] = value
+    return given
 
 
 def format_summary(result) -> str:

@@ -10,7 +10,7 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import parse_capacities
-from cachescope.simulate.registry import INFINITE, POLICIES
+from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
 from cachescope.trace.readers import TraceSource, open_trace
 
@@ -33,11 +33,15 @@ def simulate_trace(
     assume_value_size: int | None = None,
     ports=(6379,),
     progress: bool = False,
+    params: dict | None = None,
     **capacities,
 ) -> SimulationResult:
-    """Simulates each registered policy named in `capacities` (`lru="1e4,1e5"`, `lru=[10_000]`,
-    `lru="64MiB"`) over `trace` (a path or an open TraceSource), next to the infinite cache that bounds them.
+    """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
+    `lru="64MiB"`, `two_q=1000`) over `trace` (a path or an open TraceSource), next to the infinite cache that
+    bounds them.
 
+    - `params`: policy parameters other than their registry defaults, by policy keyword
+      (`params={"s3fifo": {"small_ratio": 0.2}}`).
     - `window`: lookups per timeline point.
     - `writes`: what writes and deletes in the trace do to cached entries: "ignore" (they go stale; stale
       reads are counted), "invalidate" (removed), "update" (writes refresh in place, deletes remove).
@@ -53,6 +57,7 @@ def simulate_trace(
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
     runs = _requested_runs(capacities)
+    policy_params = _policy_params(params or {}, {name for name, _ in runs})
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
     if writes not in opt.WRITE_MODES:
@@ -64,17 +69,22 @@ def simulate_trace(
     future = None
     if any(p in _native.NEEDS_FUTURE for p, _ in runs):
         future = _next_accesses(open_trace(source.path, source.format, source.granularity, source.ports), allow, progress)
-    sim = _native.Simulation(
-        [(p, c.value, entry_overhead if c.unit == "bytes" else None) for p, c in runs] + [(INFINITE.name, 1, None)],
-        window,
-        writes=writes,
-        ttl_ns=None if ttl is None else opt.parse_duration(ttl),
-        allow=allow,
-        refreshes=[] if refresh_schedule is None else opt.read_refresh_schedule(refresh_schedule),
-        restarts_at=restarts,
-        restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
-        future=future,
-    )
+    native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None, policy_params.get(p, {}))
+                   for p, c in runs]
+    try:
+        sim = _native.Simulation(
+            native_runs + [(INFINITE.name, 1, None)],
+            window,
+            writes=writes,
+            ttl_ns=None if ttl is None else opt.parse_duration(ttl),
+            allow=allow,
+            refreshes=[] if refresh_schedule is None else opt.read_refresh_schedule(refresh_schedule),
+            restarts_at=restarts,
+            restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
+            future=future,
+        )
+    except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
+        raise UsageError(str(e)) from None
     needs_sizes = any(c.unit == "bytes" for _, c in runs)
     first_ts = None
     with _progress_bar(source, progress) as bar:
@@ -88,7 +98,7 @@ def simulate_trace(
             except ValueError as e:
                 raise TraceFormatError(f"{source.path}: {e}") from None
             bar.update(source.bytes_read - bar.n)
-    return SimulationResult.from_simulation(source, sim, window, first_ts, runs)
+    return SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params)
 
 
 def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
@@ -106,13 +116,41 @@ def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
 
 
 def _requested_runs(capacities: dict) -> list:
-    unknown = sorted(set(capacities) - set(POLICIES))
+    """(registry name, capacity) for each capacity of each policy named by its keyword."""
+    unknown = sorted(set(capacities) - set(BY_KEYWORD))
     if unknown:
-        raise UsageError(f"unknown policy {unknown[0]!r}; registered: {', '.join(POLICIES)}")
-    runs = [(name, cap) for name, value in capacities.items() if value is not None for cap in parse_capacities(value)]
+        raise UsageError(f"unknown policy {unknown[0]!r}; registered: {', '.join(BY_KEYWORD)}")
+    runs = [(BY_KEYWORD[kw].name, cap) for kw, value in capacities.items() if value is not None
+            for cap in parse_capacities(value)]
     if not runs:
         raise UsageError(f"no policy to simulate: give at least one of {', '.join(s.flag for s in POLICIES.values())}")
     return runs
+
+
+def _policy_params(given: dict, simulated: set) -> dict:
+    """{registry name: {parameter: value}} for each simulated policy that has parameters: the registry's
+    defaults, overridden by `given` ({policy keyword: {parameter: value}})."""
+    if not isinstance(given, dict):
+        raise UsageError(f"params {given!r} must map policy keywords to {{parameter: value}}")
+    for kw, values in given.items():
+        spec = BY_KEYWORD.get(kw)
+        if spec is None:
+            raise UsageError(f"params for unknown policy {kw!r}; registered: {', '.join(BY_KEYWORD)}")
+        if spec.name not in simulated:
+            raise UsageError(f"parameters for {spec.name}, which is not simulated (give it a capacity: {spec.flag} N)")
+        names = [p.name for p in spec.params]
+        for name, value in dict(values).items():
+            if name not in names:
+                has = f"its parameters are {', '.join(names)}" if names else "it has none"
+                raise UsageError(f"{kw} has no parameter {name!r}; {has}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UsageError(f"{kw} parameter {name} = {value!r} is not a number")
+    out = {}
+    for spec in POLICIES.values():
+        if spec.name in simulated and spec.params:
+            override = dict(given.get(spec.keyword, {}))
+            out[spec.name] = {p.name: float(override.get(p.name, p.default)) for p in spec.params}
+    return out
 
 
 def _assumed_sizes(source, batch, assume_value_size):

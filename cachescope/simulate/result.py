@@ -19,7 +19,9 @@ class SimulationResult:
 
     def __init__(self, trace: TraceInfo, unique_keys: int, summary: pd.DataFrame, infinite: dict,
                  timeline: pd.DataFrame, window: int, has_clock: bool, granularity: str,
-                 first_ts: int | None = None, restart_times: list[int] = ()):
+                 first_ts: int | None = None, restart_times: list[int] = (), params: dict | None = None):
+        self.params = dict(params or {})
+        """{policy: {parameter: value}} of each simulated policy that has parameters."""
         self.first_ts = first_ts
         self.restart_times = list(restart_times)
         self.trace = trace
@@ -32,7 +34,8 @@ class SimulationResult:
         self.granularity = granularity
 
     @classmethod
-    def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs) -> "SimulationResult":
+    def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
+                        params: dict | None = None) -> "SimulationResult":
         native = sim.results()
         bound = native.pop()  # the infinite cache is always the last run
         rows = [_summary_row(r, cap.unit) for r, (_, cap) in zip(native, runs)]
@@ -48,7 +51,7 @@ class SimulationResult:
             summary = summary.join(recovery_columns(timeline, summary, first_ts, restarts))
         unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
         return cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
-                   source.granularity, first_ts, restarts)
+                   source.granularity, first_ts, restarts, params)
 
     def to_json(self) -> dict:
         """The document `simulate.py --json` prints (contract in DESIGN.md)."""
@@ -65,7 +68,7 @@ class SimulationResult:
         }
         results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary.to_dict("records")]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
-        return {"trace": trace, "results": results, "infinite": infinite, "window": self.window}
+        return {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
 
     def plot(self, path: str | None = None, title: str | None = None, ax=None):
         """Hit rate over time, one line per policy and capacity, on `ax` or a new figure; saved to `path` if

@@ -4,24 +4,31 @@
 //! deletes invalidate. Everything else (lists, sketches, ghost entries) is private to the policy's own file.
 //! Counting lookups and hits is the simulator's job, not the policy's.
 
+pub mod arc;
 pub mod belady;
 pub mod clock;
 pub mod fifo;
 pub mod infinite;
 pub mod lfu;
 pub mod lru;
+mod queues;
 mod ring;
+pub mod s3fifo;
 pub mod sieve;
+pub mod two_q;
 
 use std::sync::Arc;
 
+pub use arc::ArcCache;
 pub use belady::Belady;
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use infinite::Infinite;
 pub use lfu::Lfu;
 pub use lru::Lru;
+pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
+pub use two_q::TwoQ;
 
 pub trait Policy: Send {
     /// Looks `key` up, admitting it on a miss if the policy chooses to; true on a hit.
@@ -43,30 +50,49 @@ pub enum AnyPolicy {
     Fifo(Fifo),
     Clock(Clock),
     Sieve(Sieve),
+    Arc(ArcCache),
+    TwoQ(TwoQ),
+    S3Fifo(S3Fifo),
     Infinite(Infinite),
     Belady(Belady),
 }
 
 /// The registry: each entry's name is what Python, the CLI and the JSON use.
-pub const POLICY_NAMES: &[&str] = &["lru", "lfu", "fifo", "clock", "sieve", "infinite", "belady"];
+pub const POLICY_NAMES: &[&str] =
+    &["lru", "lfu", "fifo", "clock", "sieve", "arc", "2q", "s3fifo", "infinite", "belady"];
 
 /// Policies that need the future: `next_access` of the lookups they will see, given to `AnyPolicy::new`.
 pub const NEEDS_FUTURE: &[&str] = &["belady"];
 
+/// A policy's named parameters, `(name, value)`. Their defaults are declared once, in the Python registry,
+/// which passes every parameter of the policy it runs: here a missing one is an error, not a default.
+pub type Params = [(String, f64)];
+
 impl AnyPolicy {
-    /// Builds a policy by registry name. `capacity` is in the units of the sizes passed to `access` (entries
-    /// when every size is 1, bytes otherwise); `infinite` ignores it. `future` is for `NEEDS_FUTURE` policies.
+    /// Builds a policy that takes no parameters by registry name (see `with_params`).
     pub fn new(name: &str, capacity: u64, future: Option<&Arc<[u64]>>) -> Result<AnyPolicy, String> {
+        AnyPolicy::with_params(name, capacity, &[], future)
+    }
+
+    /// Builds a policy by registry name. `capacity` is in the units of the sizes passed to `access` (entries
+    /// when every size is 1, bytes otherwise); `infinite` ignores it. `params` names each of the policy's
+    /// parameters and nothing else. `future` is for `NEEDS_FUTURE` policies.
+    pub fn with_params(name: &str, capacity: u64, params: &Params, future: Option<&Arc<[u64]>>)
+                       -> Result<AnyPolicy, String> {
+        let none = |policy: AnyPolicy| take_params(name, params, []).map(|[]| policy);
         match name {
-            "lru" => Ok(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
-            "lfu" => Ok(AnyPolicy::Lfu(Lfu::new(checked_capacity(capacity)?))),
-            "fifo" => Ok(AnyPolicy::Fifo(Fifo::new(checked_capacity(capacity)?))),
-            "clock" => Ok(AnyPolicy::Clock(Clock::new(checked_capacity(capacity)?))),
-            "sieve" => Ok(AnyPolicy::Sieve(Sieve::new(checked_capacity(capacity)?))),
-            "infinite" => Ok(AnyPolicy::Infinite(Infinite::default())),
+            "lru" => none(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
+            "lfu" => none(AnyPolicy::Lfu(Lfu::new(checked_capacity(capacity)?))),
+            "fifo" => none(AnyPolicy::Fifo(Fifo::new(checked_capacity(capacity)?))),
+            "clock" => none(AnyPolicy::Clock(Clock::new(checked_capacity(capacity)?))),
+            "sieve" => none(AnyPolicy::Sieve(Sieve::new(checked_capacity(capacity)?))),
+            "arc" => none(AnyPolicy::Arc(ArcCache::new(checked_capacity(capacity)?))),
+            "2q" => TwoQ::from_params(checked_capacity(capacity)?, params).map(AnyPolicy::TwoQ),
+            "s3fifo" => S3Fifo::from_params(checked_capacity(capacity)?, params).map(AnyPolicy::S3Fifo),
+            "infinite" => none(AnyPolicy::Infinite(Infinite::default())),
             "belady" => {
                 let future = future.ok_or("belady needs the future: next_access of its lookups")?;
-                Ok(AnyPolicy::Belady(Belady::new(checked_capacity(capacity)?, future.clone(), 0)))
+                none(AnyPolicy::Belady(Belady::new(checked_capacity(capacity)?, future.clone(), 0)))
             }
             other => Err(format!("unknown policy {other:?}; known: {}", POLICY_NAMES.join(", "))),
         }
@@ -78,9 +104,30 @@ impl AnyPolicy {
     pub fn emptied(&self, name: &str, capacity: u64) -> AnyPolicy {
         match self {
             AnyPolicy::Belady(b) => AnyPolicy::Belady(b.emptied()),
+            AnyPolicy::Arc(a) => AnyPolicy::Arc(a.emptied()),
+            AnyPolicy::TwoQ(q) => AnyPolicy::TwoQ(q.emptied()),
+            AnyPolicy::S3Fifo(s) => AnyPolicy::S3Fifo(s.emptied()),
             _ => AnyPolicy::new(name, capacity, None).expect("the policy was built with these before"),
         }
     }
+}
+
+/// The values of `names`, in that order, from `params`, which must hold each exactly once and nothing else.
+pub fn take_params<const K: usize>(policy: &str, params: &Params, names: [&str; K]) -> Result<[f64; K], String> {
+    if let Some((unknown, _)) = params.iter().find(|(n, _)| !names.contains(&n.as_str())) {
+        let known = if K == 0 { "it has none".to_string() } else { format!("it has {}", names.join(", ")) };
+        return Err(format!("{policy} has no parameter {unknown:?}; {known}"));
+    }
+    let mut values = [0.0; K];
+    for (value, name) in values.iter_mut().zip(names) {
+        let mut given = params.iter().filter(|(n, _)| n == name);
+        *value = match (given.next(), given.next()) {
+            (Some(&(_, v)), None) => v,
+            (None, _) => return Err(format!("{policy} needs the parameter {name}")),
+            (Some(_), Some(_)) => return Err(format!("{policy}: parameter {name} given twice")),
+        };
+    }
+    Ok(values)
 }
 
 /// Largest capacity a policy accepts (256 TiB as bytes). Entry counts are limited further, in Python, to
@@ -107,8 +154,54 @@ macro_rules! with_policy {
             $crate::policy::AnyPolicy::Fifo($name) => $body,
             $crate::policy::AnyPolicy::Clock($name) => $body,
             $crate::policy::AnyPolicy::Sieve($name) => $body,
+            $crate::policy::AnyPolicy::Arc($name) => $body,
+            $crate::policy::AnyPolicy::TwoQ($name) => $body,
+            $crate::policy::AnyPolicy::S3Fifo($name) => $body,
             $crate::policy::AnyPolicy::Infinite($name) => $body,
             $crate::policy::AnyPolicy::Belady($name) => $body,
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+        pairs.iter().map(|&(n, v)| (n.to_string(), v)).collect()
+    }
+
+    #[test]
+    fn parameters_are_taken_by_name_and_checked() {
+        let build = |name, params: &[(&str, f64)]| AnyPolicy::with_params(name, 100, &named(params), None);
+        assert!(build("s3fifo", &[("ghost_ratio", 0.9), ("small_ratio", 0.1), ("move_to_main_threshold", 2.0)]).is_ok());
+        assert!(build("2q", &[("kin", 0.25), ("kout", 0.5)]).is_ok());
+        let err = |name, params: &[(&str, f64)]| build(name, params).err().unwrap();
+        assert!(err("s3fifo", &[("small_ratio", 0.1)]).contains("needs the parameter ghost_ratio"));
+        assert!(err("2q", &[("kin", 0.25), ("kout", 0.5), ("k", 1.0)]).contains("no parameter \"k\""));
+        assert!(err("2q", &[("kin", 0.25), ("kin", 0.25), ("kout", 0.5)]).contains("twice"));
+        assert!(err("lru", &[("kin", 0.25)]).contains("it has none"));
+        assert!(err("s3fifo", &[("small_ratio", 0.1), ("ghost_ratio", 0.9), ("move_to_main_threshold", 1.5)])
+            .contains("whole number"));
+        assert!(AnyPolicy::new("s3fifo", 100, None).is_err());
+        assert!(AnyPolicy::new("arc", 0, None).is_err());
+        assert!(AnyPolicy::new("infinite", 0, None).is_ok());
+    }
+
+    #[test]
+    fn an_emptied_policy_starts_over_with_its_parameters() {
+        let keys: Vec<u64> = (0..5_000u64).map(|i| crate::hash::mix64(i) % 300).collect();
+        let small = named(&[("small_ratio", 0.3), ("ghost_ratio", 0.5), ("move_to_main_threshold", 1.0)]);
+        for (name, params) in [("arc", vec![]), ("2q", named(&[("kin", 0.4), ("kout", 1.0)])), ("s3fifo", small)] {
+            let hits = |p: &mut AnyPolicy| -> Vec<bool> {
+                crate::with_policy!(p, p => keys.iter().map(|&k| p.access(k, 1)).collect())
+            };
+            let mut fresh = AnyPolicy::with_params(name, 40, &params, None).unwrap();
+            let mut used = AnyPolicy::with_params(name, 40, &params, None).unwrap();
+            hits(&mut used);
+            let mut emptied = used.emptied(name, 40);
+            assert!(crate::with_policy!(&emptied, p => p.is_empty()), "{name}");
+            assert_eq!(hits(&mut emptied), hits(&mut fresh), "{name}");
+        }
+    }
 }

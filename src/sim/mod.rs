@@ -20,17 +20,18 @@ use crate::hash::KeySet;
 use crate::trace::reader::OP_READ;
 use membership::Membership;
 
-/// One run to make: policy name, capacity, and what the capacity counts.
+/// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
     pub policy: String,
     pub capacity: u64,
     pub unit: Unit,
+    pub params: Vec<(String, f64)>,
 }
 
 impl RunSpec {
     pub fn entries(policy: &str, capacity: u64) -> RunSpec {
-        RunSpec { policy: policy.to_string(), capacity, unit: Unit::Entries }
+        RunSpec { policy: policy.to_string(), capacity, unit: Unit::Entries, params: Vec::new() }
     }
 }
 
@@ -63,7 +64,7 @@ impl Simulation {
         }
         let runs = runs
             .iter()
-            .map(|r| Run::new(&r.policy, r.capacity, r.unit, future.as_ref()))
+            .map(|r| Run::new(&r.policy, r.capacity, r.unit, &r.params, future.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
         let mut opts = opts;
         opts.refreshes.sort_unstable();

@@ -8,7 +8,7 @@ use super::events::{Events, UNKNOWN_SIZE};
 use super::membership::Membership;
 use super::options::{Options, Unit, WriteMode};
 use crate::hash::{KeyMap, KeySet};
-use crate::policy::{AnyPolicy, Policy};
+use crate::policy::{AnyPolicy, Params, Policy};
 use crate::trace::reader::{OP_READ, OP_WRITE};
 use crate::with_policy;
 
@@ -70,8 +70,9 @@ struct Ttl {
 }
 
 impl Run {
-    pub fn new(name: &str, capacity: u64, unit: Unit, future: Option<&Arc<[u64]>>) -> Result<Run, String> {
-        let policy = AnyPolicy::new(name, capacity, future)?;
+    pub fn new(name: &str, capacity: u64, unit: Unit, params: &Params, future: Option<&Arc<[u64]>>)
+               -> Result<Run, String> {
+        let policy = AnyPolicy::with_params(name, capacity, params, future)?;
         Ok(Run { name: name.to_string(), capacity, unit, policy, st: RunState::default() })
     }
 

@@ -162,7 +162,7 @@ fn allow_list_keeps_other_features_out() {
 #[test]
 fn byte_capacity_weighs_values_keys_and_overhead() {
     // Capacity 100 bytes, overhead 10: entries of value 30 + key 10 + 10 = 50 bytes: two fit, not three.
-    let spec = RunSpec { policy: "lru".into(), capacity: 100, unit: Unit::Bytes { entry_overhead: 10 } };
+    let spec = RunSpec { unit: Unit::Bytes { entry_overhead: 10 }, ..RunSpec::entries("lru", 100) };
     let mut sim = Simulation::new(&[spec], Options::with_window(100), None).unwrap();
     let keys = [1, 2, 3, 1, 2, 3];
     let sizes = [30; 6];
