@@ -26,6 +26,8 @@ POLICIES = {
     spec.name: spec
     for spec in (
         PolicySpec("lru", "LRU", "least recently used: evict the entry not used for the longest time"),
+        PolicySpec("wtinylfu", "W-TinyLFU", "Caffeine's policy: an LRU window, then a segmented LRU behind a "
+                   "TinyLFU frequency filter, with a hill-climbed window size"),
     )
 }
 

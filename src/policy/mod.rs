@@ -6,9 +6,12 @@
 
 pub mod infinite;
 pub mod lru;
+pub mod sketch;
+pub mod wtinylfu;
 
 pub use infinite::Infinite;
 pub use lru::Lru;
+pub use wtinylfu::WTinyLfu;
 
 pub trait Policy: Send {
     /// Looks `key` up, admitting it on a miss if the policy chooses to; true on a hit.
@@ -23,14 +26,17 @@ pub trait Policy: Send {
 }
 
 /// Every policy the simulator can run. A closed enum rather than `Box<dyn Policy>` so that the per-lookup
-/// loop is monomorphized for each policy and dispatch happens once per batch.
+/// loop is monomorphized for each policy and dispatch happens once per batch. Variants are not boxed: there is
+/// one value per simulated run, and a box would cost an indirection on every access.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyPolicy {
     Lru(Lru),
+    WTinyLfu(WTinyLfu),
     Infinite(Infinite),
 }
 
 /// The registry: each entry's name is what Python, the CLI and the JSON use.
-pub const POLICY_NAMES: &[&str] = &["lru", "infinite"];
+pub const POLICY_NAMES: &[&str] = &["lru", "wtinylfu", "infinite"];
 
 impl AnyPolicy {
     /// Builds a policy by registry name. `capacity` is in the units of the sizes passed to `access` (entries
@@ -38,6 +44,7 @@ impl AnyPolicy {
     pub fn new(name: &str, capacity: u64) -> Result<AnyPolicy, String> {
         match name {
             "lru" => Ok(AnyPolicy::Lru(Lru::new(checked_capacity(capacity)?))),
+            "wtinylfu" => Ok(AnyPolicy::WTinyLfu(WTinyLfu::new(checked_capacity(capacity)?))),
             "infinite" => Ok(AnyPolicy::Infinite(Infinite::default())),
             other => Err(format!("unknown policy {other:?}; known: {}", POLICY_NAMES.join(", "))),
         }
@@ -64,6 +71,7 @@ macro_rules! with_policy {
     ($p:expr, $name:ident => $body:expr) => {
         match $p {
             $crate::policy::AnyPolicy::Lru($name) => $body,
+            $crate::policy::AnyPolicy::WTinyLfu($name) => $body,
             $crate::policy::AnyPolicy::Infinite($name) => $body,
         }
     };
