@@ -231,3 +231,4 @@ fn cloud_physics_within_half_a_point_of_caffeine() {
     }
 }
 
+
