@@ -35,7 +35,9 @@ pub fn java_hash_code(key: u64) -> u32 {
 /// them): the sum of `c * 31^(n-1-i)` over the UTF-16 code units, in wrapping 32-bit arithmetic.
 pub fn java_string_hash(text: &[u8]) -> u32 {
     if !text.is_ascii() {
-        return String::from_utf8_lossy(text).encode_utf16().fold(0u32, |h, c| h.wrapping_mul(31).wrapping_add(u32::from(c)));
+        // Borrowed, not copied, when the text is valid UTF-8.
+        let decoded = String::from_utf8_lossy(text);
+        return decoded.encode_utf16().fold(0u32, |h, c| h.wrapping_mul(31).wrapping_add(u32::from(c)));
     }
     // Four characters a step, so the multiplies do not wait on each other.
     const P: [u32; 4] = [31 * 31 * 31 * 31, 31 * 31 * 31, 31 * 31, 31];

@@ -1,7 +1,7 @@
 """Real Caffeine as an oracle for the W-TinyLFU policy: seeded traces it has never been tuned on, and the hits a
 real Caffeine 3.2.3 cache gets on them, replayed by `../shared/reference/caffeine-replay` (built with Maven).
 
-    python tests/caffeine.py          # rebuilds the replay tool if needed and rewrites tests/data/wtinylfu_caffeine.json
+    python tests/caffeine.py    # builds the replay tool if needed, rewrites tests/data/wtinylfu_caffeine.json
 
 Caffeine admits a few warm candidates at random (1 in 128 ties, against hash flooding), so its hit count is a
 draw from a distribution: ~0.02 points wide on cloudPhysicsIO, but over a point wide on a loop or a shifting

@@ -230,5 +230,3 @@ fn cloud_physics_within_half_a_point_of_caffeine() {
         assert!(diff.abs() <= 0.05, "capacity {capacity}: {got} hits, Caffeine {want} ({diff:+.3} points)");
     }
 }
-
-
