@@ -51,6 +51,19 @@ impl AnyPolicy {
     }
 }
 
+/// Starts loading the cache line holding `x` for a use a little later. A hint only: no effect on results, and
+/// nothing on targets without a prefetch instruction.
+#[inline(always)]
+pub(crate) fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, and `x` is a live reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 /// Largest capacity a policy accepts (256 TiB as bytes). Entry counts are limited further, in Python, to
 /// what u32 node indices can address.
 pub const MAX_CAPACITY: u64 = 1 << 48;

@@ -18,11 +18,16 @@
 const RESET_MASK: u64 = 0x7777_7777_7777_7777;
 const ONE_MASK: u64 = 0x1111_1111_1111_1111;
 
+/// Eight words, aligned so that a block is exactly one cache line (Caffeine's `long[]` cannot promise that).
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct Block([u64; 8]);
+
 #[derive(Default)]
 pub struct FrequencySketch {
     /// Empty until `ensure_capacity`: Caffeine allocates the sketch only once the cache is half full, and
-    /// counts nothing before.
-    table: Vec<u64>,
+    /// counts nothing before. Caffeine's `table[i]` is `table[i / 8].0[i % 8]` here.
+    table: Vec<Block>,
     /// Increments between two resets (Java `int`, so it can overflow exactly as Caffeine's does).
     sample_size: i32,
     block_mask: u32,
@@ -35,17 +40,22 @@ impl FrequencySketch {
     /// large. Caffeine's `ensureCapacity`.
     pub fn ensure_capacity(&mut self, maximum_size: u64) {
         let maximum = maximum_size.min((i32::MAX as u64) >> 1) as u32;
-        if !self.table.is_empty() && self.table.len() as u64 >= u64::from(maximum) {
+        if !self.table.is_empty() && self.words() >= u64::from(maximum) {
             return;
         }
         let len = ceiling_power_of_two(maximum).max(8);
-        self.table = vec![0; len as usize];
+        self.table = vec![Block::default(); (len / 8) as usize];
         self.sample_size = if maximum_size == 0 { 10 } else { (maximum as i32).wrapping_mul(10) };
         self.block_mask = (len >> 3) - 1;
         if self.sample_size <= 0 {
             self.sample_size = i32::MAX;
         }
         self.size = 0;
+    }
+
+    /// The length of Caffeine's `long[] table`.
+    fn words(&self) -> u64 {
+        self.table.len() as u64 * 8
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -65,12 +75,13 @@ impl FrequencySketch {
             return 0;
         }
         let (block, counter_hash) = self.locate(hash);
+        let words = &self.table[block].0;
         (0..4)
             .map(|i| {
                 let h = counter_hash >> (i << 3);
                 let index = (h >> 1) & 15;
-                let slot = block + (h & 1) as usize + ((i as usize) << 1);
-                ((self.table[slot] >> (index << 2)) & 0xf) as u32
+                let word = words[(h & 1) as usize + ((i as usize) << 1)];
+                ((word >> (index << 2)) & 0xf) as u32
             })
             .min()
             .unwrap_or(0)
@@ -83,11 +94,12 @@ impl FrequencySketch {
             return;
         }
         let (block, h) = self.locate(hash);
+        let words = &mut self.table[block].0;
         // Non-short-circuiting `|`: all four counters are incremented.
-        let added = self.increment_at(block + (h & 1) as usize, (h >> 1) & 15)
-            | self.increment_at(block + ((h >> 8) & 1) as usize + 2, (h >> 9) & 15)
-            | self.increment_at(block + ((h >> 16) & 1) as usize + 4, (h >> 17) & 15)
-            | self.increment_at(block + ((h >> 24) & 1) as usize + 6, (h >> 25) & 15);
+        let added = increment_at(words, (h & 1) as usize, (h >> 1) & 15)
+            | increment_at(words, ((h >> 8) & 1) as usize + 2, (h >> 9) & 15)
+            | increment_at(words, ((h >> 16) & 1) as usize + 4, (h >> 17) & 15)
+            | increment_at(words, ((h >> 24) & 1) as usize + 6, (h >> 25) & 15);
         if added {
             self.size = self.size.wrapping_add(1);
             if self.size == self.sample_size {
@@ -96,35 +108,44 @@ impl FrequencySketch {
         }
     }
 
-    /// The first word of the item's block, and the hash that picks its four counters.
+    /// Starts loading the cache line of `hash`'s counters, for an `increment` that will come soon: a buffered
+    /// read is applied up to 16 lookups later, long enough for the line to arrive.
+    #[inline]
+    pub fn prefetch(&self, hash: u32) {
+        if let Some(block) = self.table.get((spread(hash) & self.block_mask) as usize) {
+            super::prefetch(block);
+        }
+    }
+
+    /// The item's block, and the hash that picks its four counters.
     #[inline]
     fn locate(&self, hash: u32) -> (usize, u32) {
         let block_hash = spread(hash);
         let counter_hash = rehash(block_hash);
-        (((block_hash & self.block_mask) << 3) as usize, counter_hash)
-    }
-
-    #[inline]
-    fn increment_at(&mut self, slot: usize, counter: u32) -> bool {
-        let offset = counter << 2;
-        let mask = 0xf_u64 << offset;
-        let word = &mut self.table[slot];
-        if *word & mask != mask {
-            *word += 1 << offset;
-            return true;
-        }
-        false
+        ((block_hash & self.block_mask) as usize, counter_hash)
     }
 
     /// Halves every counter.
     fn reset(&mut self) {
         let mut odd: u32 = 0;
-        for word in self.table.iter_mut() {
+        for word in self.table.iter_mut().flat_map(|b| b.0.iter_mut()) {
             odd = odd.wrapping_add((*word & ONE_MASK).count_ones());
             *word = (*word >> 1) & RESET_MASK;
         }
         self.size = (self.size.wrapping_sub((odd >> 2) as i32) as u32 >> 1) as i32;
     }
+}
+
+/// Adds one to counter `counter` (0..16) of `words[word]` unless it is 15 already; true if it did.
+#[inline]
+fn increment_at(words: &mut [u64; 8], word: usize, counter: u32) -> bool {
+    let offset = counter << 2;
+    let mask = 0xf_u64 << offset;
+    if words[word] & mask != mask {
+        words[word] += 1 << offset;
+        return true;
+    }
+    false
 }
 
 /// Caffeine's supplemental hash against a poor `hashCode` (a three-round function from hash-prospector).
@@ -165,9 +186,10 @@ mod tests {
         let mut s = FrequencySketch::default();
         assert!(!s.is_initialized());
         s.ensure_capacity(1);
-        assert_eq!((s.table.len(), s.sample_size, s.block_mask), (8, 10, 0));
+        assert_eq!((s.words(), s.sample_size, s.block_mask), (8, 10, 0));
         s.ensure_capacity(490);
-        assert_eq!((s.table.len(), s.sample_size, s.block_mask), (512, 4900, 63));
+        assert_eq!((s.words(), s.sample_size, s.block_mask), (512, 4900, 63));
+        assert_eq!(s.table.as_ptr() as usize % 64, 0);
     }
 
     #[test]

@@ -51,6 +51,7 @@
 use super::sketch::FrequencySketch;
 use super::Policy;
 use crate::hash::{java_hash_code, KeyMap};
+use hashbrown::hash_map::Entry;
 
 const NIL: u32 = u32::MAX;
 
@@ -273,7 +274,7 @@ impl WTinyLfu {
 
     /// `afterRead`: buffer the hit, or run maintenance (dropping this hit) when the buffer is full.
     #[inline]
-    fn after_read(&mut self, n: u32) {
+    fn after_read(&mut self, n: u32, key: u64) {
         if !self.sketch.is_initialized() {
             return; // skipReadBuffer: the fast path of a cache that is not yet half full
         }
@@ -283,6 +284,9 @@ impl WTinyLfu {
         }
         self.read_buffer[self.read_len] = n;
         self.read_len += 1;
+        // The drain will touch the node and the key's counters: have them in cache by then.
+        super::prefetch(&self.nodes[n as usize]);
+        self.sketch.prefetch(java_hash_code(key));
     }
 
     fn drain_read_buffer(&mut self, retired: u32) {
@@ -322,22 +326,17 @@ impl WTinyLfu {
 
     // ---- the write path ------------------------------------------------------------------------------------
 
-    /// A miss: `put` inserts the entry, and the write triggers a maintenance cycle that adds it to the policy.
-    fn insert(&mut self, key: u64, size: u32) {
-        let weight = if self.weighted { size } else { 1 };
+    /// A node for a new entry: a recycled one, else a new one. A function of the two fields rather than a
+    /// method, so that it can run while the index is borrowed by a vacant entry.
+    #[inline]
+    fn new_node(nodes: &mut Vec<Node>, free: &mut Vec<u32>, key: u64, weight: u32) -> u32 {
         let node = Node { key, weight, prev: NIL, next: NIL, queue: Queue::Window };
-        let n = match self.free.pop() {
-            Some(n) => {
-                self.nodes[n as usize] = node;
-                n
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
-        self.index.insert(key, n);
-        self.maintenance(Some(n));
+        if let Some(n) = free.pop() {
+            nodes[n as usize] = node;
+            return n;
+        }
+        nodes.push(node);
+        (nodes.len() - 1) as u32
     }
 
     /// `maintenance`: apply pending reads, then the pending write, evict down to the capacity, and climb.
@@ -635,11 +634,19 @@ impl Policy for WTinyLfu {
     /// `getIfPresent(key)`, then `put(key, value)` on a miss, as a cache-aside client does.
     #[inline]
     fn access(&mut self, key: u64, size: u32) -> bool {
-        if let Some(&n) = self.index.get(&key) {
-            self.after_read(n);
-            return true;
-        }
-        self.insert(key, size);
+        let n = match self.index.entry(key) {
+            Entry::Occupied(hit) => {
+                let n = *hit.get();
+                self.after_read(n, key);
+                return true;
+            }
+            // A miss: `put` inserts the entry, and the write's maintenance cycle adds it to the policy.
+            Entry::Vacant(slot) => {
+                let weight = if self.weighted { size } else { 1 };
+                *slot.insert(Self::new_node(&mut self.nodes, &mut self.free, key, weight))
+            }
+        };
+        self.maintenance(Some(n));
         false
     }
 
