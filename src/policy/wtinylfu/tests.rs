@@ -230,3 +230,25 @@ fn cloud_physics_within_half_a_point_of_caffeine() {
         assert!(diff.abs() <= 0.05, "capacity {capacity}: {got} hits, Caffeine {want} ({diff:+.3} points)");
     }
 }
+
+
+/// `maximumWeight` with a weigher: each key weighs `1 + (hashCode & 0x7fffffff) % 37`. Caffeine's hits, five
+/// runs per capacity, from tests/java/WeightedReplay.java (its comment says how to rerun it).
+#[test]
+fn weighted_cloud_physics_matches_caffeine() {
+    const CAFFEINE: [(u64, [u64; 5]); 4] = [
+        (1_000, [14317, 14190, 14317, 14317, 14317]),
+        (10_000, [19639, 19634, 19639, 19639, 19639]),
+        (100_000, [28688, 28688, 28688, 28688, 28688]),
+        (500_000, [52539, 52539, 52539, 52539, 52539]),
+    ];
+    let (lines, _, _) = cloud_physics();
+    let weight = |l: &str| 1 + (crate::hash::java_string_hash(l.as_bytes()) & 0x7fff_ffff) % 37;
+    for (capacity, runs) in CAFFEINE {
+        let mut c = WTinyLfu::weighted(capacity);
+        let got: u64 = lines.iter().map(|l| c.access(key_hash(l.as_bytes()), weight(l)) as u64).sum();
+        let (lo, hi) = (*runs.iter().min().unwrap(), *runs.iter().max().unwrap());
+        let outside = lo.saturating_sub(got).max(got.saturating_sub(hi)) as f64 / lines.len() as f64 * 100.0;
+        assert!(outside <= 0.05, "capacity {capacity}: {got} hits, Caffeine {lo}..{hi}");
+    }
+}
