@@ -12,7 +12,7 @@ entries. The three do not compute the same thing, so their hit rates differ:
   caffeine     bench/java/ReplayTimed.java: Caffeine 3.2.3, `maximumSize(C)`, maintenance on the caller's thread,
                `getIfPresent` then `put` on a miss, the same decimal-text keys as Java Strings. Only the replay
                loop is timed (not reading the file); `--repeat` runs in one JVM, the first one JIT-compiling.
-               Built with Maven through tests/caffeine.py (the replay project of ../shared/reference).
+               Built with Maven through tests/caffeine_oracle.py (the replay project of ../shared/reference).
 cachescope and libcachesim run in fresh subprocesses, best of `--repeat`; see bench_lru.py for how peak memory is
 measured (not measured for the JVM). Results go to bench/results/wtinylfu.json.
 """
@@ -95,7 +95,7 @@ def run_python(name, a):
 
 
 def run_caffeine(a):
-    from caffeine import replay_classpath
+    from caffeine_oracle import replay_classpath
     classpath = replay_classpath()
     classes = HERE.parent / "target" / "bench-java"
     subprocess.run(["javac", "-cp", classpath, "-d", str(classes), str(HERE / "java" / "ReplayTimed.java")],

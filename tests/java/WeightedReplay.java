@@ -14,7 +14,7 @@ import java.util.List;
  *   java -cp "target/java:target/caffeine-replay/target/lib/*" WeightedReplay \
  *       ../shared/reference/cloudPhysicsIO.keys.txt 1000 10000 100000 500000
  *
- * (target/caffeine-replay is built by `python tests/caffeine.py` or the slow Caffeine test.)
+ * (target/caffeine-replay is built by `python tests/caffeine_oracle.py` or the slow Caffeine test.)
  */
 public class WeightedReplay {
   public static void main(String[] args) throws Exception {
