@@ -274,7 +274,7 @@ impl WTinyLfu {
 
     /// `afterRead`: buffer the hit, or run maintenance (dropping this hit) when the buffer is full.
     #[inline]
-    fn after_read(&mut self, n: u32, key: u64) {
+    fn after_read(&mut self, n: u32) {
         if !self.sketch.is_initialized() {
             return; // skipReadBuffer: the fast path of a cache that is not yet half full
         }
@@ -284,9 +284,8 @@ impl WTinyLfu {
         }
         self.read_buffer[self.read_len] = n;
         self.read_len += 1;
-        // The drain will touch the node and the key's counters: have them in cache by then.
+        // The drain will touch the node (and the key's counters, prefetched by `access`): have it in cache by then.
         super::prefetch(&self.nodes[n as usize]);
-        self.sketch.prefetch(java_hash_code(key));
     }
 
     fn drain_read_buffer(&mut self, retired: u32) {
@@ -375,10 +374,12 @@ impl Policy for WTinyLfu {
     /// `getIfPresent(key)`, then `put(key, value)` on a miss, as a cache-aside client does.
     #[inline]
     fn access(&mut self, key: u64, size: u32) -> bool {
+        // Hit or miss, this key's counters will be incremented: start loading them while the index is probed.
+        self.sketch.prefetch(java_hash_code(key));
         let n = match self.index.entry(key) {
             Entry::Occupied(hit) => {
                 let n = *hit.get();
-                self.after_read(n, key);
+                self.after_read(n);
                 return true;
             }
             // A miss: `put` inserts the entry, and the write's maintenance cycle adds it to the policy.
