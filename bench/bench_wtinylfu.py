@@ -14,7 +14,9 @@ entries. The three do not compute the same thing, so their hit rates differ:
                loop is timed (not reading the file); `--repeat` runs in one JVM, the first one JIT-compiling.
                Built with Maven through tests/caffeine_oracle.py (the replay project of ../shared/reference).
 cachescope and libcachesim run in fresh subprocesses, best of `--repeat`; see bench_lru.py for how peak memory is
-measured (not measured for the JVM). Results go to bench/results/wtinylfu.json.
+measured (not measured for the JVM). Besides wall time, each run's CPU time is taken (the process's for the two
+Python workers, the replaying thread's in the JVM): on a machine shared with other work the wall times swing
+with the load, and the CPU-time ratio is the steadier of the two. Results go to bench/results/wtinylfu.json.
 """
 import argparse, gc, json, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -70,11 +72,11 @@ def worker(a):
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     before = proc_status()
-    t = time.perf_counter()
+    c, t = time.process_time(), time.perf_counter()
     hits = run()
-    wall = time.perf_counter() - t
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
     after = proc_status()
-    Path(a.out).write_text(json.dumps({"wall_s": wall, "hits": int(hits),
+    Path(a.out).write_text(json.dumps({"wall_s": wall, "cpu_s": cpu, "hits": int(hits),
                                        "peak_bytes": after["VmHWM"] - before["VmRSS"]}))
 
 
@@ -90,7 +92,7 @@ def run_python(name, a):
             runs.append(json.loads(Path(out.name).read_text()))
     if len({r["hits"] for r in runs}) != 1:
         raise SystemExit(f"\n!!! {name}: hit counts differ between runs: {[r['hits'] for r in runs]}")
-    return {"all_wall_s": [r["wall_s"] for r in runs], "hits": runs[0]["hits"],
+    return {"all_wall_s": [r["wall_s"] for r in runs], "all_cpu_s": [r["cpu_s"] for r in runs], "hits": runs[0]["hits"],
             "peak_mib": max(r["peak_bytes"] for r in runs) / 2**20}
 
 
@@ -104,7 +106,7 @@ def run_caffeine(a):
                           str(a.capacity), str(a.repeat)], check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
     assert r["lookups"] == a.lookups, r["lookups"]
-    return {"all_wall_s": r["wall_s"], "hits": r["hits"][r["wall_s"].index(min(r["wall_s"]))],
+    return {"all_wall_s": r["wall_s"], "all_cpu_s": r["cpu_s"], "hits": r["hits"][r["wall_s"].index(min(r["wall_s"]))],
             "all_hits": r["hits"], "peak_mib": None}
 
 
@@ -138,23 +140,28 @@ def main():
         if name not in a.skip:
             res[name] = run_caffeine(a) if name == "caffeine" else run_python(name, a)
             r = res[name]
-            r["wall_s"] = min(r["all_wall_s"])
+            r["wall_s"], r["cpu_s"] = min(r["all_wall_s"]), min(r["all_cpu_s"])
             r["lookups_per_s"] = a.lookups / r["wall_s"]
+            r["lookups_per_cpu_s"] = a.lookups / r["cpu_s"]
             r["hit_rate"] = r["hits"] / a.lookups
 
-    print(f"\n{'contender':<13}{'wall s':>9}{'M lookups/s':>13}{'hits':>12}{'hit rate':>10}{'peak MiB':>10}")
+    print(f"\n{'contender':<13}{'wall s':>9}{'M lookups/s':>13}{'CPU s':>8}{'M/CPU s':>9}{'hits':>12}{'hit rate':>10}"
+          f"{'peak MiB':>10}")
     for name, r in res.items():
         peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
-        print(f"{name:<13}{r['wall_s']:>9.3f}{r['lookups_per_s'] / 1e6:>13.2f}{r['hits']:>12,}{r['hit_rate']:>10.4f}"
-              f"{peak:>10}")
-    print(f"  best of {a.repeat} runs each (cachescope, libcachesim: fresh subprocesses; caffeine: one JVM).")
+        print(f"{name:<13}{r['wall_s']:>9.3f}{r['lookups_per_s'] / 1e6:>13.2f}{r['cpu_s']:>8.3f}"
+              f"{r['lookups_per_cpu_s'] / 1e6:>9.2f}{r['hits']:>12,}{r['hit_rate']:>10.4f}{peak:>10}")
+    print(f"  best of {a.repeat} runs each (cachescope, libcachesim: fresh subprocesses; caffeine: one JVM); wall and")
+    print("  CPU columns are each the best run's.")
     if "caffeine" in res:
         print(f"  caffeine hits, every run: {res['caffeine']['all_hits']}")
     ratios = {f"cachescope/{n}": res["cachescope"]["lookups_per_s"] / r["lookups_per_s"]
               for n, r in res.items() if n != "cachescope" and "cachescope" in res}
+    cpu_ratios = {f"cachescope/{n}": res["cachescope"]["lookups_per_cpu_s"] / r["lookups_per_cpu_s"]
+                  for n, r in res.items() if n != "cachescope" and "cachescope" in res}
     print()
     for k, v in ratios.items():
-        print(f"{k + ':':<25}{v:>7.2f}x")
+        print(f"{k + ':':<25}{v:>7.2f}x wall, {cpu_ratios[k]:>6.2f}x CPU")
     verdict = None
     if "cachescope/libcachesim" in ratios:
         verdict = ratios["cachescope/libcachesim"] >= TARGET
@@ -170,7 +177,7 @@ def main():
     out.write_text(json.dumps({
         "benchmark": "wtinylfu",
         "params": {k: getattr(a, k) for k in ("lookups", "universe", "alpha", "capacity", "seed", "repeat")},
-        "skipped": sorted(a.skip), "machine": m, "contenders": res, "ratios": ratios,
+        "skipped": sorted(a.skip), "machine": m, "contenders": res, "ratios": ratios, "cpu_ratios": cpu_ratios,
         "hit_rate_gap_vs_caffeine_points": gap, "target": {"min_ratio_vs_libcachesim": TARGET, "pass": verdict}},
         indent=2) + "\n")
     print(f"results: {out.relative_to(HERE.parent)}")
