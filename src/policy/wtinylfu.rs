@@ -284,10 +284,11 @@ impl WTinyLfu {
         }
         self.read_buffer[self.read_len] = n;
         self.read_len += 1;
-        // The drain will touch the node (and the key's counters, prefetched by `access`): have it in cache by then.
+        // The drain will touch the node (and the key's counters, which `access` prefetched): load it meanwhile.
         super::prefetch(&self.nodes[n as usize]);
     }
 
+    /// Applies the buffered hits in the order they happened. `retired` is an entry being removed (NIL if none).
     fn drain_read_buffer(&mut self, retired: u32) {
         for i in 0..self.read_len {
             let n = self.read_buffer[i];
