@@ -67,6 +67,8 @@ POLICIES = {
                            Param("move_to_main_threshold", 2, "hits in the small queue that earn a key main"))),
         PolicySpec("belady", "Belady", "Belady's MIN, the optimal offline policy: evict the entry needed "
                    "farthest in the future (an upper bound; reads the trace twice)"),
+        PolicySpec("wtinylfu", "W-TinyLFU", "Caffeine's policy: an LRU window, then a segmented LRU behind a "
+                   "TinyLFU frequency filter, with a hill-climbed window size"),
     )
 }
 

@@ -16,6 +16,8 @@ mod ring;
 pub mod s3fifo;
 pub mod sieve;
 pub mod two_q;
+pub mod sketch;
+pub mod wtinylfu;
 
 use std::sync::Arc;
 
@@ -29,6 +31,7 @@ pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use two_q::TwoQ;
+pub use wtinylfu::WTinyLfu;
 
 pub trait Policy: Send {
     /// Looks `key` up, admitting it on a miss if the policy chooses to; true on a hit.
@@ -43,7 +46,9 @@ pub trait Policy: Send {
 }
 
 /// Every policy the simulator can run. A closed enum rather than `Box<dyn Policy>` so that the per-lookup
-/// loop is monomorphized for each policy and dispatch happens once per batch.
+/// loop is monomorphized for each policy and dispatch happens once per batch. Variants are not boxed: there is
+/// one value per simulated run, and a box would cost an indirection on every access.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyPolicy {
     Lru(Lru),
     Lfu(Lfu),
@@ -53,13 +58,14 @@ pub enum AnyPolicy {
     Arc(ArcCache),
     TwoQ(TwoQ),
     S3Fifo(S3Fifo),
+    WTinyLfu(WTinyLfu),
     Infinite(Infinite),
     Belady(Belady),
 }
 
 /// The registry: each entry's name is what Python, the CLI and the JSON use.
 pub const POLICY_NAMES: &[&str] =
-    &["lru", "lfu", "fifo", "clock", "sieve", "arc", "2q", "s3fifo", "infinite", "belady"];
+    &["lru", "lfu", "fifo", "clock", "sieve", "arc", "2q", "s3fifo", "wtinylfu", "infinite", "belady"];
 
 /// Policies that need the future: `next_access` of the lookups they will see, given to `AnyPolicy::new`.
 pub const NEEDS_FUTURE: &[&str] = &["belady"];
@@ -86,6 +92,7 @@ impl AnyPolicy {
             "fifo" => none(AnyPolicy::Fifo(Fifo::new(checked_capacity(capacity)?))),
             "clock" => none(AnyPolicy::Clock(Clock::new(checked_capacity(capacity)?))),
             "sieve" => none(AnyPolicy::Sieve(Sieve::new(checked_capacity(capacity)?))),
+            "wtinylfu" => none(AnyPolicy::WTinyLfu(WTinyLfu::new(checked_capacity(capacity)?))),
             "arc" => none(AnyPolicy::Arc(ArcCache::new(checked_capacity(capacity)?))),
             "2q" => TwoQ::from_params(checked_capacity(capacity)?, params).map(AnyPolicy::TwoQ),
             "s3fifo" => S3Fifo::from_params(checked_capacity(capacity)?, params).map(AnyPolicy::S3Fifo),
@@ -107,6 +114,7 @@ impl AnyPolicy {
             AnyPolicy::Arc(a) => AnyPolicy::Arc(a.emptied()),
             AnyPolicy::TwoQ(q) => AnyPolicy::TwoQ(q.emptied()),
             AnyPolicy::S3Fifo(s) => AnyPolicy::S3Fifo(s.emptied()),
+            AnyPolicy::WTinyLfu(w) => AnyPolicy::WTinyLfu(w.emptied()),
             _ => AnyPolicy::new(name, capacity, None).expect("the policy was built with these before"),
         }
     }
@@ -128,6 +136,19 @@ pub fn take_params<const K: usize>(policy: &str, params: &Params, names: [&str; 
         };
     }
     Ok(values)
+}
+
+/// Starts loading the cache line holding `x` for a use a little later. A hint only: no effect on results, and
+/// nothing on targets without a prefetch instruction.
+#[inline(always)]
+pub(crate) fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, and `x` is a live reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// Largest capacity a policy accepts (256 TiB as bytes). Entry counts are limited further, in Python, to
@@ -157,6 +178,7 @@ macro_rules! with_policy {
             $crate::policy::AnyPolicy::Arc($name) => $body,
             $crate::policy::AnyPolicy::TwoQ($name) => $body,
             $crate::policy::AnyPolicy::S3Fifo($name) => $body,
+            $crate::policy::AnyPolicy::WTinyLfu($name) => $body,
             $crate::policy::AnyPolicy::Infinite($name) => $body,
             $crate::policy::AnyPolicy::Belady($name) => $body,
         }

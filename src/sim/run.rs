@@ -8,7 +8,7 @@ use super::events::{Events, UNKNOWN_SIZE};
 use super::membership::Membership;
 use super::options::{Options, Unit, WriteMode};
 use crate::hash::{KeyMap, KeySet};
-use crate::policy::{AnyPolicy, Params, Policy};
+use crate::policy::{AnyPolicy, Params, Policy, WTinyLfu};
 use crate::trace::reader::{OP_READ, OP_WRITE};
 use crate::with_policy;
 
@@ -72,7 +72,11 @@ struct Ttl {
 impl Run {
     pub fn new(name: &str, capacity: u64, unit: Unit, params: &Params, future: Option<&Arc<[u64]>>)
                -> Result<Run, String> {
-        let policy = AnyPolicy::with_params(name, capacity, params, future)?;
+        let policy = match (AnyPolicy::with_params(name, capacity, params, future)?, unit) {
+            // Caffeine bounds bytes with maximumWeight and a weigher, a different mode from maximumSize.
+            (AnyPolicy::WTinyLfu(_), Unit::Bytes { .. }) => AnyPolicy::WTinyLfu(WTinyLfu::weighted(capacity)),
+            (policy, _) => policy,
+        };
         Ok(Run { name: name.to_string(), capacity, unit, policy, st: RunState::default() })
     }
 
