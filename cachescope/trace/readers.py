@@ -103,7 +103,10 @@ class TraceSource:
             if batch is not None:
                 yield batch
         self.capture_stats = rows.stats
-        if self.info.commands == 0:
+        # The parser saw every command; the rows only those that read or change a cached value.
+        self.info.commands = rows.stats.get("commands", self.info.commands)
+        self.info.other_commands = sum(rows.stats.get("other_commands", {}).values())
+        if self.info.lookups + self.info.writes + self.info.deletes == 0:
             raise TraceFormatError(f"{self.path}: no Redis commands on port(s) "
                                    f"{', '.join(map(str, rows.ports))} in this capture ({_summary(rows.stats)})")
 
