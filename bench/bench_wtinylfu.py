@@ -42,7 +42,7 @@ def text_files(npy):
         print(f"wrote {keys_txt.relative_to(HERE.parent)} in {time.perf_counter() - t:.1f} s")
     if not hashed.exists():
         import cachescope
-        keys = np.concatenate([k for k, _ in cachescope.open_trace(str(keys_txt)).batches()])
+        keys = np.concatenate([b["keys"] for b in cachescope.open_trace(str(keys_txt)).batches()])
         np.save(f"{hashed}.tmp.npy", keys)
         Path(f"{hashed}.tmp.npy").replace(hashed)
     return keys_txt, hashed
