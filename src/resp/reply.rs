@@ -264,12 +264,12 @@ impl ReplyParser {
                 *pos = start;
                 self.scalar(Kind::Nil, 0, 0);
             } else {
+                // Bounded before it is added: a hostile length must not overflow the offset.
+                if n < 0 || n as u64 > self.limits.max_bulk_len {
+                    break;
+                }
                 let end = start + n as usize;
-                if n < 0
-                    || n as u64 > self.limits.max_bulk_len
-                    || end + 2 > data.len()
-                    || &data[end..end + 2] != b"\r\n"
-                {
+                if end + 2 > data.len() || &data[end..end + 2] != b"\r\n" {
                     break;
                 }
                 *pos = end + 2;
