@@ -200,6 +200,20 @@ fn partial_overlaps_are_trimmed_and_counted() {
 }
 
 #[test]
+fn a_segment_filling_the_hole_and_repeating_held_bytes_delivers_them_at_once() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs.extend([at(seg(REQ, 1001, b"abc"), 1), at(seg(REQ, 1007, b"ghi"), 3)]);
+    // New bytes `def` and a repeat of the held `gh`: the held piece continues the stream right away.
+    segs.push(at(seg(REQ, 1004, b"defgh"), 2));
+    let rec = run(&mut r, &segs);
+    assert_eq!(rec.chunks(0, REQ), vec![(1, "abc".into()), (2, "def".into()), (3, "ghi".into())]);
+    assert_eq!(r.pending_bytes(), 0);
+    let st = r.stats();
+    assert_eq!((st.overlaps, st.retransmitted_segments, st.out_of_order_segments), (1, 0, 1));
+}
+
+#[test]
 fn overlapping_bytes_that_differ_are_conflicts_and_the_first_copy_wins() {
     let mut r = reassembler();
     let mut segs = handshake().to_vec();
