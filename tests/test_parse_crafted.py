@@ -141,3 +141,71 @@ def test_overlapping_segments(tmp):
     check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, overlaps=2,
                 out_of_order=1, retransmissions=2, overlap_conflicts=1)
 
+
+
+# ---- losses: reported, never invented ----
+
+
+def overlapping(conv: Conversation, seg, client: bool) -> list[int]:
+    """Exchanges whose command (client) or reply (server) has bytes in `seg`."""
+    at = conv.req_at if client else conv.rep_at
+    stream_len = len(conv.stream[client])
+    out = []
+    for i in range(len(conv.exchanges)):
+        end = next((at[j] for j in range(i + 1, len(at)) if at[j] > at[i]), stream_len)
+        if at[i] < seg.end and seg.off < end:
+            out.append(i)
+    return out
+
+
+def test_lost_request_segment(tmp):
+    """A client segment in the middle of a pipelined batch is missing. The commands it held are lost; those
+    of the batch before it keep their replies; those after it in the batch come out with their replies
+    unknown (which reply is theirs cannot be known); from the next batch on, pairing is back. The server's
+    replies come in one segment whose ACK proves the hole."""
+    conv = Conversation(feature_store_batches())
+    segs = conv.segments(mss_server=None)
+    batch = in_batch(conv, 1)
+    # The first segment with commands of the batch before it and after it: it holds none of the first or last.
+    i = next(i for i in data_segments(segs, True, batch, conv)
+             if batch[0] < overlapping(conv, segs[i], True)[0] and overlapping(conv, segs[i], True)[-1] < batch[-1])
+    dropped = segs.pop(i)
+    hit = overlapping(conv, dropped, True)
+    status = {i: "lost" for i in hit} | {i: "unknown" for i in range(hit[-1] + 1, batch[-1] + 1)}
+    captured = timed(segs)
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == conv.expected_rows(captured, status=status)
+    commands, n = lookups(conv, status)
+    unknown = batch[-1] - hit[-1]
+    # Resynchronizing skips the rest of the command cut by the hole; the replies of the lost commands and of
+    # those whose pairing is unknown answer nothing.
+    skipped = conv.req_at[hit[-1] + 1] - dropped.end
+    # The client segments after the hole wait for the server's ACK to prove it.
+    held = len([j for j in data_segments(segs, True, batch, conv) if segs[j].off > dropped.off])
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, gaps=1,
+                gap_bytes=len(dropped.payload), damaged_commands=1, resyncs=1, skipped_bytes=skipped,
+                unknown_replies=unknown, unpaired_replies=len(hit) + unknown, out_of_order=held)
+
+
+def test_lost_reply_segment(tmp):
+    """A server segment is missing: the replies it held and those after it in the batch are unknown, and so
+    is the next batch, whose first quiet moment only finds the reply stream's frame boundaries again; the
+    batch after pairs again. No value size is guessed meanwhile."""
+    conv = Conversation(feature_store_batches())
+    segs = conv.segments()
+    batch = in_batch(conv, 1)
+    idx = data_segments(segs, False, batch, conv)
+    dropped = segs.pop(idx[1])
+    hit = overlapping(conv, dropped, False)
+    status = {i: "unknown" for i in range(hit[0], batch[-1] + 1)} | {i: "unknown" for i in in_batch(conv, 2)}
+    captured = timed(segs)
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == conv.expected_rows(captured, status=status)
+    commands, n = lookups(conv, status)
+    # The reply bytes after the hole are skipped until the next batch's quiet moment restarts the reply
+    # parser; that batch's replies are then read but answer nothing known.
+    after = [j for j in data_segments(segs, False, batch, conv) if segs[j].off > dropped.off]
+    skipped = conv.rep_at[batch[-1] + 1] - dropped.end
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, gaps=1,
+                gap_bytes=len(dropped.payload), unknown_replies=len(status), resyncs=1, skipped_bytes=skipped,
+                unpaired_replies=len(in_batch(conv, 2)), out_of_order=len(after))

@@ -279,6 +279,27 @@ fn a_hole_is_given_up_once_the_peer_acknowledges_data_beyond_it() {
 }
 
 #[test]
+fn what_an_ack_gives_up_goes_out_before_the_data_of_its_segment() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs.extend([at(seg(REQ, 1001, b"abc"), 1), at(seg(REQ, 1007, b"ghi"), 2)]);
+    // The reply acknowledges the request bytes after the hole: they were sent before it, so they (and the
+    // gap) come first, and the RESP session sees the commands before their replies.
+    segs.push(at(acking(seg(REP, 5001, b"+OK\r\n"), 1010), 3));
+    let rec = run(&mut r, &segs);
+    let tail: Vec<Event> = rec.events[rec.events.len() - 3..].to_vec();
+    assert_eq!(
+        tail,
+        vec![
+            Event::Gap { conn: 0, dir: REQ, ts: 2, n: 3 },
+            Event::Data { conn: 0, dir: REQ, ts: 2, data: b"ghi".to_vec() },
+            Event::Data { conn: 0, dir: REP, ts: 3, data: b"+OK\r\n".to_vec() },
+        ]
+    );
+    assert_eq!(r.pending_bytes(), 0);
+}
+
+#[test]
 fn data_arriving_after_an_ack_beyond_it_is_delivered_past_the_hole() {
     let mut r = reassembler();
     let mut segs = handshake().to_vec();
