@@ -150,7 +150,13 @@ class Seg:
         return self.off + len(self.payload)
 
 
-def _cut(data: bytes, size: int | None) -> list[bytes]:
+EACH = "each"  # as an mss: one segment per command or reply
+
+
+def _cut(parts: list[bytes], size) -> list[bytes]:
+    if size == EACH:
+        return parts
+    data = b"".join(parts)
     if size is None:
         return [data]
     return [data[i:i + size] for i in range(0, len(data), size)]
@@ -193,7 +199,8 @@ class Conversation:
                  close: bool = True) -> list[Seg]:
         """The connection as segments in the order they were sent: handshake, then per batch the client's
         commands and the server's replies, each cut every `mss` bytes (None: one segment per batch), then the
-        close. Each segment acknowledges everything the other side had sent."""
+        close (`EACH`: one segment per command or reply). Each segment acknowledges everything the other side
+        had sent."""
         sent = {True: 0, False: 0}
         out = []
 
@@ -207,9 +214,9 @@ class Conversation:
             out.append(Seg(False, self.isn[False], self.seq(True, 0), "SA"))
             send(True, flags="A")
         for batch in self.batches:
-            for chunk in _cut(b"".join(e.request for e in batch), mss_client):
+            for chunk in _cut([e.request for e in batch], mss_client):
                 send(True, chunk)
-            for chunk in _cut(b"".join(e.reply for e in batch), mss_server):
+            for chunk in _cut([e.reply for e in batch], mss_server):
                 send(False, chunk)
         if close:
             send(True, flags="FA")

@@ -13,7 +13,7 @@ import pytest
 
 import cachescope
 from conftest import run_cli
-from crafted_capture import (LINKTYPE_ETHERNET, LINKTYPE_SLL2, Conversation, bulk, ethernet, ethernet_pcap,
+from crafted_capture import (EACH, LINKTYPE_ETHERNET, LINKTYPE_SLL2, Conversation, bulk, ethernet, ethernet_pcap,
                              feature_store_batches, get, hget, hgetall, hmget, hset, other, pcap, pcapng,
                              sll2, timed, transaction)
 
@@ -209,3 +209,29 @@ def test_lost_reply_segment(tmp):
     check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, gaps=1,
                 gap_bytes=len(dropped.payload), unknown_replies=len(status), resyncs=1, skipped_bytes=skipped,
                 unpaired_replies=len(in_batch(conv, 2)), out_of_order=len(after))
+
+
+def value(n: int) -> bytes:
+    return bytes(ord("a") + i % 26 for i in range(n))
+
+
+def test_snap_length_cuts(tmp):
+    """tcpdump -s 118 keeps 64 bytes of TCP payload. A cut inside a reply's value loses nothing the trace
+    needs (the value's length came in its header): the reply is known. A cut inside a command's value loses
+    the command (its arguments are not all there); the next command of that batch has its reply unknown;
+    the batch after pairs again."""
+    conv = Conversation([
+        [hmget("st_1", {"2496559762": value(5), "1170383926": value(300)}), get("plain_1", value(100))],
+        [hset("st_2", {"2496559762": value(200)}), hget("st_2", "111", value(4))],
+        [hmget("st_3", {"1": value(7), "2": None}), get("plain_2", value(64))],
+    ])
+    captured = timed(conv.segments(mss_client=EACH, mss_server=EACH))
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured, snaplen=54 + 64))
+    status = {2: "lost", 3: "unknown"}
+    assert rows == conv.expected_rows(captured, status=status)
+    cuts = [len(s.payload) - 64 for _, s in captured if len(s.payload) > 64]
+    assert len(cuts) == 4
+    commands, n = lookups(conv, status)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n,
+                snaplen_cut_bytes=sum(cuts), gaps=len(cuts), gap_bytes=sum(cuts), damaged_commands=1, resyncs=1,
+                unknown_replies=1, unpaired_replies=2)

@@ -9,7 +9,8 @@
 //!
 //! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies
 //! of an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from
-//! then on. A request-side gap loses an unknown number of commands, whose replies will come after those of
+//! then on; unless the lost bytes all lie inside a value whose length its header gave (a snap length cutting
+//! a long reply), which the reply parser skips anyway. A request-side gap loses an unknown number of commands, whose replies will come after those of
 //! the commands already waiting: these are still paired (`Draining`), later ones are not. Pairing resumes at
 //! a *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one
 //! before C's first byte), after the server had answered something since the previous command ended, with
@@ -223,8 +224,21 @@ impl Session {
             Direction::Reply => {
                 self.stats.reply_gaps += 1;
                 self.stats.reply_gap_bytes += missing;
-                self.lose_frames();
-                self.lose_pairing(out);
+                // Bytes lost inside a value (a snap length cutting a long reply) leave the frame's shape
+                // known: the reply is summarized as if they had been seen.
+                match self.framed.then(|| self.rep.skip_value(missing)).flatten() {
+                    Some(frame_done) => {
+                        self.reply_bytes += missing;
+                        self.last_reply_ts = Some(ts_ns);
+                        if frame_done {
+                            self.on_frame(out);
+                        }
+                    }
+                    None => {
+                        self.lose_frames();
+                        self.lose_pairing(out);
+                    }
+                }
             }
         }
         self.copy_counts();
