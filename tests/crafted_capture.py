@@ -51,16 +51,18 @@ class Exchange:
     """One command, the reply the server sent it, and the rows it gives.
 
     `rows` are (op, cmd, key, field, value_size, found) with the reply known; reads lose `value_size` and
-    `found` when it is not. `queued`: sent inside MULTI, so its reply is an element of EXEC's."""
+    `found` when it is not. `queued`: sent inside MULTI, so its reply is an element of EXEC's. `args[0]` of
+    a `raw` request only names it."""
 
     args: tuple
     reply: bytes
     rows: list = field(default_factory=list)
     queued: bool = False
+    raw: bytes | None = None  # the request's bytes, when they are not `args` as a RESP array
 
     @property
     def request(self) -> bytes:
-        return command(*self.args)
+        return self.raw if self.raw is not None else command(*self.args)
 
     def rows_for(self, known: bool) -> list:
         if known:

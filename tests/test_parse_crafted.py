@@ -5,6 +5,8 @@ layer the parser reads. Each test says exactly which rows must come out (from wh
 parser) and which counters must move; every other anomaly counter must stay at zero."""
 
 import json
+import random
+import struct
 from dataclasses import replace
 
 import pandas as pd
@@ -13,9 +15,9 @@ import pytest
 
 import cachescope
 from conftest import run_cli
-from crafted_capture import (EACH, LINKTYPE_ETHERNET, LINKTYPE_SLL2, Conversation, bulk, ethernet, ethernet_pcap,
-                             feature_store_batches, get, hget, hgetall, hmget, hset, other, pcap, pcapng,
-                             sll2, timed, transaction)
+from crafted_capture import (EACH, LINKTYPE_ETHERNET, LINKTYPE_SLL2, STEP, T0, Conversation, Exchange, ethernet,
+                             ethernet_pcap, feature_store_batches, get, hget, hgetall, hmget, hset, other, pcap,
+                             pcapng, sll2, timed, transaction)
 
 COLUMNS = ["ts_ns", "conn", "req", "op", "cmd", "key", "field", "value_size", "found", "latency_ns", "client",
            "server"]
@@ -235,3 +237,211 @@ def test_snap_length_cuts(tmp):
     check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n,
                 snaplen_cut_bytes=sum(cuts), gaps=len(cuts), gap_bytes=sum(cuts), damaged_commands=1, resyncs=1,
                 unknown_replies=1, unpaired_replies=2)
+
+
+def test_capture_starting_mid_stream(tmp):
+    """No handshake: the capture begins in the middle of the first batch, inside a command. That command is
+    lost, the rest of the batch has no known replies (the reply stream's frame boundaries are unknown too),
+    the next batch's quiet start finds them, and from the batch after on everything pairs."""
+    conv = Conversation(feature_store_batches())
+    segs = conv.segments()
+    first = data_segments(segs, True, in_batch(conv, 0), conv)[1]
+    start = segs[first].off
+    segs = segs[first:]
+    assert conv.req_at[0] < start < conv.req_at[1]
+    status = {0: "lost"} | {i: "unknown" for i in [*in_batch(conv, 0)[1:], *in_batch(conv, 1)]}
+    captured = timed(segs)
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == conv.expected_rows(captured, status=status)
+    commands, n = lookups(conv, status)
+    skipped = (conv.req_at[1] - start) + conv.rep_at[in_batch(conv, 1)[0]]  # to the next command; batch 1's replies
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, mid_stream_connections=1,
+                resyncs=2, skipped_bytes=skipped, unknown_replies=len(status) - 1,
+                unpaired_replies=len(in_batch(conv, 1)))
+
+
+def test_capture_file_cut_in_its_last_record(tmp):
+    """tcpdump killed mid-write: the last record is cut. What came before is parsed; the replies the cut
+    record held are unknown; the cut is reported, by parse.py too."""
+    conv = Conversation(feature_store_batches())
+    captured = timed(conv.segments(close=False))
+    last = captured[-1][1]
+    assert not last.client and last.payload
+    data = ethernet_pcap(conv, captured)
+    data = data[:len(data) - len(last.payload) // 2]
+    status = {i: "unknown" for i in overlapping(conv, last, False)}
+    rows, stats = parse(tmp, data)
+    assert rows == conv.expected_rows(captured[:-1], status=status)
+    commands, n = lookups(conv, status)
+    check_stats(stats, packets=len(captured) - 1, connections=1, commands=commands, rows=n, truncated_tail=1,
+                unknown_replies=len(status))
+    proc = run_cli("parse.py", tmp / "c.pcap", "-o", tmp / "t.parquet", check_rc=0)
+    assert "cut record" in proc.stderr and f"{n:,} rows" in proc.stderr
+
+
+# ---- link layers and file formats ----
+
+
+@pytest.mark.parametrize("link", ["vlan", "sll2", "ipv6", "ipv6-sll2"])
+def test_link_layers(tmp, link):
+    """The same conversation over 802.1Q Ethernet, Linux cooked v2 (nanosecond pcap), and IPv6, with
+    sequence numbers that wrap around 2**32 mid-stream."""
+    v6 = link.startswith("ipv6")
+    conv = Conversation(feature_store_batches(),
+                        client=("fd00::10", 52000) if v6 else ("192.168.7.10", 40123),
+                        server=("fd00::6379", 6379) if v6 else ("192.168.7.20", 6379),
+                        client_isn=2**32 - 200, server_isn=2**32 - 100)
+    nano = link.endswith("sll2")
+    captured = timed(conv.segments(), step=789 if nano else STEP)
+    if nano:
+        data = pcap([(ts, sll2(conv.ip_packet(s))) for ts, s in captured], linktype=LINKTYPE_SLL2, nano=True)
+    else:
+        data = pcap([(ts, ethernet(conv.ip_packet(s), vlan=None if v6 else 100)) for ts, s in captured])
+    rows, stats = parse(tmp, data)
+    assert rows == conv.expected_rows(captured)
+    assert rows[0]["client"] == ("[fd00::10]:52000" if v6 else "192.168.7.10:40123")
+    commands, n = lookups(conv)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n)
+
+
+def by_conn(rows: list[dict]) -> dict:
+    """Rows per connection, `req` replaced by its rank within the connection (connections interleave, so
+    their command numbers do)."""
+    out = {}
+    for r in rows:
+        out.setdefault(r["conn"], []).append(r)
+    for conn_rows in out.values():
+        ranks = {req: i for i, req in enumerate(dict.fromkeys(r["req"] for r in conn_rows))}
+        for r in conn_rows:
+            r["req"] = ranks[r["req"]]
+    return out
+
+
+def test_pcapng_with_two_interfaces(tmp):
+    """Two connections on two interfaces of one pcapng section: Ethernet with microsecond timestamps, Linux
+    cooked v2 with nanosecond ones, packets interleaved."""
+    a = Conversation(feature_store_batches(), client=("10.0.0.1", 51001))
+    b = Conversation(feature_store_batches()[::-1], client=("10.9.0.1", 33333), server=("10.9.0.2", 6379),
+                     client_isn=100, server_isn=200)
+    ta = timed(a.segments(), step=100_000)
+    tb = timed(b.segments(), t0=T0 + 50_123, step=100_000)
+    packets = sorted([(ts, 0, ethernet(a.ip_packet(s))) for ts, s in ta] +
+                     [(ts, 1, sll2(b.ip_packet(s))) for ts, s in tb])
+    data = pcapng([(LINKTYPE_ETHERNET, 262144, 6), (LINKTYPE_SLL2, 262144, 9)], [(i, ts, f) for ts, i, f in packets])
+    rows, stats = parse(tmp, data, "c.pcapng")
+    assert len({r["req"] for r in rows if r["conn"] == 0} & {r["req"] for r in rows if r["conn"] == 1}) == 0
+    assert by_conn(rows) == {0: by_conn(a.expected_rows(ta, conn=0))[0], 1: by_conn(b.expected_rows(tb, conn=1))[1]}
+    (ca, na), (cb, nb) = lookups(a), lookups(b)
+    check_stats(stats, packets=len(packets), connections=2, commands=ca + cb, rows=na + nb)
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_garbage_files_are_one_clear_error(tmp):
+    """Bytes that are no capture, and a pcap whose first record claims a gigabyte: parse.py says so in one
+    line naming the file (exit 2); the Python API raises TraceFormatError."""
+    garbage = tmp / "garbage.pcap"
+    garbage.write_bytes(random.Random(7).randbytes(4096))
+    one_line_error(run_cli("parse.py", garbage, "-o", tmp / "o.parquet"), str(garbage))
+    with pytest.raises(cachescope.TraceFormatError, match="garbage.pcap"):
+        cachescope.parse_capture(str(garbage))
+    huge = tmp / "huge_record.pcap"
+    huge.write_bytes(pcap([]) + struct.pack("<IIII", 1_700_000_000, 0, 1 << 30, 1 << 30) + b"\x00" * 64)
+    one_line_error(run_cli("parse.py", huge, "-o", tmp / "o.parquet"), str(huge), "offset 24")
+    assert not (tmp / "o.parquet").exists() or pq.read_table(tmp / "o.parquet").num_rows == 0
+
+
+# ---- what is not Redis, and what must not leak ----
+
+
+def test_http_on_the_redis_port(tmp):
+    """An HTTP exchange on port 6379: its request line is a command Redis would refuse (GET with two
+    arguments), `Host:` is where Redis closes such a connection; the response is no RESP. No row, and
+    every byte accounted for as invalid or skipped."""
+    request = b"GET / HTTP/1.1\r\nHost: cache:6379\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"
+    response = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+    conv = Conversation([[Exchange(("GET",), response, raw=request)]])
+    captured = timed(conv.segments())
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == []
+    first = lambda b: len(b.split(b"\r\n")[0]) + 2  # noqa: E731  (a line is read before it is judged)
+    skipped = len(request) - first(request) - len(b"Host: cache:6379\r\n") + len(response) - first(response)
+    check_stats(stats, packets=len(captured), connections=1, commands=1, rows=0, malformed_commands=1,
+                invalid_requests=1, invalid_replies=1, unknown_replies=1, skipped_bytes=skipped)
+
+
+PASSWORDS = ["s3cr3t-Pa55w0rd", "hello-auth-pw-9", "acl-user-pw-42"]
+
+
+def test_credentials_never_reach_any_output(tmp):
+    """AUTH, then HELLO 3 AUTH (the connection turns RESP3: nulls, a map for HGETALL), then AUTH with an ACL
+    user, each credential split across segments. The rows are exact, and no password appears in the
+    Parquet, commands or monitor trace, the stats JSON, or anything parse.py prints."""
+    hello_reply = (b"%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n$4\r\nrole\r\n$6\r\nmaster\r\n")
+    conv = Conversation([
+        [other("AUTH", PASSWORDS[0])],
+        [other("HELLO", "3", "AUTH", "default", PASSWORDS[1], reply=hello_reply)],
+        [hmget("st_1", {"2496559762": value(5), "42": None}, resp3=True), hget("st_1", "7", None, resp3=True),
+         hgetall("st_2", {"2496559762": value(9), "1170383926": value(2)})],
+        [other("AUTH", "feature-reader", PASSWORDS[2]), get("plain_1", value(11), resp3=True)],
+    ])
+    captured = timed(conv.segments(mss_client=11))
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == conv.expected_rows(captured)
+    commands, n = lookups(conv)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, redacted_args=5)
+    assert stats["other_commands"] == {"AUTH": 2, "HELLO": 1}
+    outputs = []
+    for out in ["t.parquet", "t.txt", "t.monitor"]:
+        proc = run_cli("parse.py", tmp / "c.pcap", "-o", tmp / out, "--stats-json", tmp / "s.json", check_rc=0)
+        outputs += [proc.stdout, proc.stderr, (tmp / out).read_bytes().decode("latin-1"),
+                    (tmp / "s.json").read_text()]
+    outputs.append(pq.read_table(tmp / "t.parquet").to_pandas().to_string())
+    outputs.append(json.dumps(stats))
+    assert "HMGET st_1 2496559762 42" in outputs[4 + 2]  # the commands trace was written
+    for pw in PASSWORDS:
+        assert not any(pw in text for text in outputs), pw
+
+
+def test_multi_exec_with_hmget_inside(tmp):
+    """Commands queued in a transaction get `+QUEUED`; their real replies are the elements of EXEC's."""
+    conv = Conversation([
+        [hmget("st_0", {"1": value(3)})],
+        transaction(hmget("st_1", {"2496559762": value(8), "1170383926": None}), hset("st_1", {"5": value(2)}),
+                    hget("st_1", "5", value(2))),
+        [get("plain_1", value(19))],
+    ])
+    captured = timed(conv.segments())
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == conv.expected_rows(captured)
+    # The queued commands' latencies run to EXEC's reply, not to their +QUEUED.
+    queued = [i for i, e in enumerate(conv.exchanges) if e.queued]
+    assert len(queued) == 3 and {conv.rep_at[i] for i in queued} == {conv.rep_at[queued[-1] + 1]}
+    commands, n = lookups(conv)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n)
+    assert stats["other_commands"] == {"MULTI": 1, "EXEC": 1}
+
+
+@pytest.mark.parametrize("ending", ["fin", "none"])
+def test_connection_close_and_port_reuse(tmp, ending):
+    """Two connections on the same 4-tuple: the first closed by FIN both ways (or never closed: the client
+    went away), then a SYN with a new ISN opens the second. Two connections, each with its own rows."""
+    batches = feature_store_batches()
+    first = Conversation(batches[:2])
+    second = Conversation(batches[2:], client_isn=777_000, server_isn=888_000)
+    s1 = first.segments(close=ending == "fin")
+    t1 = timed(s1)
+    t2 = timed(second.segments(), t0=T0 + len(s1) * STEP)
+    data = pcap([(ts, ethernet(first.ip_packet(s))) for ts, s in t1] +
+                [(ts, ethernet(second.ip_packet(s))) for ts, s in t2])
+    rows, stats = parse(tmp, data)
+    c1, n1 = lookups(first)
+    c2, n2 = lookups(second)
+    assert rows == first.expected_rows(t1, conn=0) + second.expected_rows(t2, conn=1, req0=c1)
+    check_stats(stats, packets=len(t1) + len(t2), connections=2, commands=c1 + c2, rows=n1 + n2, port_reuses=1)

@@ -69,7 +69,7 @@ pub struct RowStats {
     pub rows: u64,
     /// Commands whose name is no Redis command we know (garbage that looked like RESP, or a module's).
     pub unknown_commands: u64,
-    /// Known commands with too few arguments.
+    /// Known commands with an argument count Redis rejects (it answers an error and runs nothing).
     pub malformed_commands: u64,
     /// Commands that touch no cached value, by upper-case name.
     pub other_commands: BTreeMap<String, u64>,
@@ -124,7 +124,7 @@ impl RowBuilder {
             return;
         }
         let args: Vec<&[u8]> = c.args.iter().skip(1).collect();
-        if args.len() < info.min_args {
+        if !info.accepts(args.len()) {
             self.stats.malformed_commands += 1;
             return;
         }

@@ -226,3 +226,18 @@ fn bytes_lost_inside_a_value_keep_the_reply_and_its_length() {
     let st = r.session.stats();
     assert_eq!((st.reply_gaps, st.reply_gap_bytes, st.paired, st.unknown_replies), (3, 207, 1, 1));
 }
+
+#[test]
+fn an_http_request_on_the_redis_port_is_invalid_after_its_request_line() {
+    let mut r = Run::new();
+    // Redis runs `GET / HTTP/1.1` (an arity error: the rows stage drops it) and closes the connection at
+    // `Host:`; so does the parser: the rest is skipped, and the HTTP response is no RESP either.
+    let request = b"GET / HTTP/1.1\r\nHost: cache:6379\r\nAccept: */*\r\n\r\n";
+    r.req(10, request);
+    r.rep(15, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    r.finish();
+    assert_eq!(r.pairs(), vec![(s("GET / HTTP/1.1"), Owned::Unknown)]);
+    let st = r.session.stats();
+    assert_eq!((st.invalid_requests, st.invalid_replies, st.inline_commands), (1, 1, 1));
+    assert_eq!(st.request_skipped_bytes, (request.len() - b"GET / HTTP/1.1\r\nHost: cache:6379\r\n".len()) as u64);
+}
