@@ -52,8 +52,8 @@ impl CommandInfo {
     /// request line sent to port 6379, `GET / HTTP/1.1`, is one).
     pub fn accepts(&self, n: usize) -> bool {
         let pairs = match self.shape {
-            Shape::KeyValuePairs => n % 2 == 0,
-            Shape::KeyFieldValuePairs => n % 2 == 1,
+            Shape::KeyValuePairs => n.is_multiple_of(2),
+            Shape::KeyFieldValuePairs => !n.is_multiple_of(2),
             _ => true,
         };
         pairs && (self.min_args..=self.max_args).contains(&n)
