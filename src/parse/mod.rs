@@ -3,6 +3,7 @@
 //! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
 
 pub mod rows;
+pub mod streams;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -13,6 +14,7 @@ use crate::net::Direction;
 use crate::reassembly::{self, Reassembler, StreamSink};
 use crate::resp::{self, RespStats, Session};
 pub use rows::{RowBatch, RowBuilder, RowStats};
+pub use streams::StreamParser;
 
 #[derive(Clone, Debug)]
 pub struct ParseConfig {

@@ -405,14 +405,39 @@ impl Session {
     // ---- replies ----
 
     fn on_reply(&mut self, ts: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
-        self.reply_bytes += data.len() as u64;
+        self.reply_frames(ts, data, usize::MAX, out);
+    }
+
+    /// Reply bytes, taken up to the end of the `max_frames`-th frame they complete; returns how many were
+    /// taken. For streams without a clock (`parse::streams`), which must not feed replies ahead of the
+    /// commands they answer.
+    pub fn on_reply_frames(&mut self, ts_ns: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
+        let taken = self.reply_frames(ts_ns, data, max_frames, out);
+        self.copy_counts();
+        taken
+    }
+
+    /// Replies the server still owes the commands seen, as far as pairing knows them (none while it is lost).
+    pub fn awaiting_replies(&self) -> usize {
+        if self.pairing == Pairing::Unsynced {
+            return 0;
+        }
+        let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
+        waiting + self.skip as usize
+    }
+
+    fn reply_frames(&mut self, ts: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
+        if data.is_empty() || max_frames == 0 {
+            return 0;
+        }
         self.last_reply_ts = Some(ts);
         if !self.framed {
+            self.reply_bytes += data.len() as u64;
             self.stats.reply_skipped_bytes += data.len() as u64;
-            return;
+            return data.len();
         }
-        let mut pos = 0;
-        while pos < data.len() {
+        let (mut pos, mut frames) = (0, 0);
+        while pos < data.len() && frames < max_frames {
             if self.rep.at_boundary() {
                 let plan = self.plan();
                 self.rep.begin(plan);
@@ -420,17 +445,24 @@ impl Session {
             let (n, step) = self.rep.advance(&data[pos..], ts);
             pos += n;
             match step {
-                Step::Frame => self.on_frame(out),
+                Step::Frame => {
+                    frames += 1;
+                    self.on_frame(out);
+                }
                 Step::More => {}
                 Step::Invalid => {
                     self.stats.invalid_replies += 1;
                     self.stats.reply_skipped_bytes += (data.len() - pos) as u64;
+                    self.reply_bytes += data.len() as u64;
                     self.lose_frames();
                     self.lose_pairing(out);
-                    return;
+                    return data.len();
                 }
             }
         }
+        // Counted once parsed: nothing on the request side reads it meanwhile.
+        self.reply_bytes += pos as u64;
+        pos
     }
 
     /// What to keep of the next frame, given the command it will answer.
