@@ -178,7 +178,14 @@ impl StreamParser {
 
     /// Starts connection `conn`: its client's and its server's byte files (either may be None), the time
     /// its rows get, and whether its client spoke first (then it may be read from its start).
-    fn open(&mut self, conn: u32, request: Option<&str>, reply: Option<&str>, ts_ns: i64, client_first: bool) -> PyResult<()> {
+    fn open(
+        &mut self,
+        conn: u32,
+        request: Option<&str>,
+        reply: Option<&str>,
+        ts_ns: i64,
+        client_first: bool,
+    ) -> PyResult<()> {
         let (q, r) = (open_file(request)?, open_file(reply)?);
         self.inner.open(conn, q, r, ts_ns, client_first).map_err(|e| PyOSError::new_err(e.to_string()))
     }

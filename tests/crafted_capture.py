@@ -83,7 +83,8 @@ def hmget(key: str, values: dict, resp3: bool = False) -> Exchange:
 
 
 def hget(key: str, fld: str, value, resp3: bool = False) -> Exchange:
-    return Exchange(("HGET", key, fld), bulk(value, resp3), [("read", "HGET", key, fld, _size(value), value is not None)])
+    rows = [("read", "HGET", key, fld, _size(value), value is not None)]
+    return Exchange(("HGET", key, fld), bulk(value, resp3), rows)
 
 
 def get(key: str, value, resp3: bool = False) -> Exchange:
@@ -292,7 +293,8 @@ def ethernet(ip, vlan: int | None = None) -> bytes:
 
 def sll2(ip) -> bytes:
     proto = 0x86DD if isinstance(ip, IPv6) else 0x0800
-    return bytes(CookedLinuxV2(proto=proto, ifindex=2, lladdrtype=1, lladdrlen=6, src=b"\x02\x00\x00\x00\x00\x01\x00\x00") / ip)
+    mac = b"\x02\x00\x00\x00\x00\x01\x00\x00"
+    return bytes(CookedLinuxV2(proto=proto, ifindex=2, lladdrtype=1, lladdrlen=6, src=mac) / ip)
 
 
 def pcap(packets: list[tuple[int, bytes]], linktype: int = LINKTYPE_ETHERNET, snaplen: int = 262144,

@@ -128,14 +128,16 @@ fn exchange(rng: &mut Rng, conn: usize, resp3: bool) -> (Vec<u8>, Vec<u8>, usize
         }
         5 => {
             let other = format!("plain_{}", rng.below(9)).into_bytes();
-            let reply = [&b"*2\r\n"[..], &bulk(maybe(rng).as_deref(), resp3), &bulk(maybe(rng).as_deref(), resp3)].concat();
+            let (a, b) = (maybe(rng), maybe(rng));
+            let reply = [&b"*2\r\n"[..], &bulk(a.as_deref(), resp3), &bulk(b.as_deref(), resp3)].concat();
             (resp(&[b"MGET", &key, &other]), reply, 2)
         }
         _ => {
             let (f1, f2) = (field(rng), field(rng));
             let vals = [bulk(Some(&value(rng, 7)), resp3), bulk(Some(&value(rng, 3)), resp3)];
             let head = if resp3 { "%2\r\n" } else { "*4\r\n" };
-            let reply = [head.as_bytes(), &bulk(Some(&f1), false), &vals[0], &bulk(Some(&f2), false), &vals[1]].concat();
+            let reply =
+                [head.as_bytes(), &bulk(Some(&f1), false), &vals[0], &bulk(Some(&f2), false), &vals[1]].concat();
             (resp(&[b"HGETALL", &key]), reply, 2)
         }
     }
@@ -187,7 +189,8 @@ fn segments(rng: &mut Rng, client: SocketAddr, server: SocketAddr, batches: &[Ba
         let ack = isn[peer].wrapping_add(1).wrapping_add(sent[peer]);
         Segment { src, dst, seq, ack, flags, payload, ip_options: &[], tcp_options: &[] }.ip_packet()
     };
-    let syn = Segment { src: client, dst: server, seq: isn[0], ack: 0, flags: 0x02, payload: &[], ip_options: &[], tcp_options: &[] };
+    let syn =
+        Segment { src: client, dst: server, seq: isn[0], ack: 0, flags: 0x02, payload: &[], ip_options: &[], tcp_options: &[] };
     out.push(syn.ip_packet());
     let synack = Segment { src: server, dst: client, seq: isn[1], ack: isn[0].wrapping_add(1), flags: 0x12, ..syn };
     out.push(synack.ip_packet());
@@ -495,7 +498,8 @@ fn check_batch(b: &RowBatch, d: &Delivered, (lo, hi): (i64, i64), conns: u32, cm
         let field = &b.field_data[b.field_offsets[i] as usize..b.field_offsets[i + 1] as usize];
         let conn = b.conn[i];
         let cmd = &cmds[b.cmd[i] as usize];
-        let row = format!("{what}: row {i} {cmd} {:?} {:?}", String::from_utf8_lossy(key), String::from_utf8_lossy(field));
+        let (k, f) = (String::from_utf8_lossy(key), String::from_utf8_lossy(field));
+        let row = format!("{what}: row {i} {cmd} {k:?} {f:?}");
         assert!(conn < conns && b.op[i] <= 2, "{row}");
         assert!(seen(d, conn, true, key), "{row}: the key was never delivered on its connection");
         if b.field_valid[i] {

@@ -116,7 +116,14 @@ impl<R: Read> StreamParser<R> {
 
     /// Starts connection `conn` (the previous one must have been read to its end): its client's bytes and
     /// its server's (either may be missing), the time its rows get, and whether its client spoke first.
-    pub fn open(&mut self, conn: u32, request: Option<R>, reply: Option<R>, ts_ns: i64, client_first: bool) -> io::Result<()> {
+    pub fn open(
+        &mut self,
+        conn: u32,
+        request: Option<R>,
+        reply: Option<R>,
+        ts_ns: i64,
+        client_first: bool,
+    ) -> io::Result<()> {
         self.close();
         let (mut request, mut reply) = (Source::new(request), Source::new(reply));
         let from_start = client_first

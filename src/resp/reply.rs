@@ -187,7 +187,8 @@ impl ReplyParser {
             _ => return None,
         };
         if n <= left {
-            self.state = if n == left { State::Crlf(0) } else { State::Payload { left: left - n, capture: Capture::None } };
+            let rest = State::Payload { left: left - n, capture: Capture::None };
+            self.state = if n == left { State::Crlf(0) } else { rest };
             return Some(false);
         }
         if n > left + 2 {

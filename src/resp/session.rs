@@ -7,22 +7,22 @@
 //! the transaction is discarded or aborted); RESP3 pushes and pub/sub messages, which answer nothing; and
 //! SUBSCRIBE-like commands, whose first confirmation is their reply and the others are pushes.
 //!
-//! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies
-//! of an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from
-//! then on; unless the lost bytes all lie inside a value whose length its header gave (a snap length cutting
-//! a long reply), which the reply parser skips anyway. A request-side gap loses an unknown number of commands, whose replies will come after those of
-//! the commands already waiting: these are still paired (`Draining`), later ones are not. Pairing resumes at
-//! a *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one
-//! before C's first byte), after the server had answered something since the previous command ended, with
-//! the reply parser at a frame boundary, and with every command seen since the loss plausibly answered (as
-//! many replies started after each had ended as there are such commands). Then all the client had sent has
-//! been answered, if the client waits for its replies before it sends more (request-response, or pipelines
-//! of batches as redis-py sends them): C's reply is the next frame. When the reply stream itself lost its
-//! frame boundaries, a first turn restarts the reply parser (a new reply begins after a quiet turn) and a
-//! second one resumes pairing. A client that pipelines without ever waiting offers no turn and its commands
-//! stay `Unknown`. Two checks catch what slips through: a reply that starts before its command ended, or
-//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`); the replies of
-//! the commands then waiting are taken to be still on their way, so a turn needs them first.
+//! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies of
+//! an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from then
+//! on; unless the lost bytes all lie inside a value whose length its header gave (a snap length cutting a long
+//! reply), which the reply parser skips anyway. A request-side gap loses an unknown number of commands, whose
+//! replies will come after those of the commands already waiting: these are still paired (`Draining`), later
+//! ones are not. Pairing resumes at a *turn*: a command C sent while the server was quiet (no reply byte while
+//! C was sent, the last one before C's first byte), after the server had answered something since the previous
+//! command ended, with the reply parser at a frame boundary, and with every command seen since the loss
+//! plausibly answered (as many replies started after each had ended as there are such commands). Then all the
+//! client had sent has been answered, if the client waits for its replies before it sends more
+//! (request-response, or pipelines of batches as redis-py sends them): C's reply is the next frame. When the
+//! reply stream itself lost its frame boundaries, a first turn restarts the reply parser (a new reply begins
+//! after a quiet turn) and a second one resumes pairing. A client that pipelines without ever waiting offers no
+//! turn and its commands stay `Unknown`. Two checks catch what slips through: a reply that starts before its
+//! command ended, or whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`);
+//! the replies of the commands then waiting are taken to be still on their way, so a turn needs them first.
 //!
 //! What stays uncertain: commands lost on the request side have replies of their own, which the count
 //! above takes for replies to the commands seen; a client that pipelines across a quiet moment can thus
@@ -411,7 +411,13 @@ impl Session {
     /// Reply bytes, taken up to the end of the `max_frames`-th frame they complete; returns how many were
     /// taken. For streams without a clock (`parse::streams`), which must not feed replies ahead of the
     /// commands they answer.
-    pub fn on_reply_frames(&mut self, ts_ns: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
+    pub fn on_reply_frames(
+        &mut self,
+        ts_ns: i64,
+        data: &[u8],
+        max_frames: usize,
+        out: &mut impl FnMut(&Command),
+    ) -> usize {
         let taken = self.reply_frames(ts_ns, data, max_frames, out);
         self.copy_counts();
         taken
