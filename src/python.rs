@@ -112,21 +112,7 @@ impl CaptureParser {
         let Some(b) = py.detach(|| inner.next_batch(min_rows)).map_err(trace_err)? else {
             return Ok(None);
         };
-        let d = PyDict::new(py);
-        d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
-        d.set_item("conn", b.conn.into_pyarray(py))?;
-        d.set_item("req", b.req.into_pyarray(py))?;
-        d.set_item("op", b.op.into_pyarray(py))?;
-        d.set_item("cmd", b.cmd.into_pyarray(py))?;
-        d.set_item("key_offsets", b.key_offsets.into_pyarray(py))?;
-        d.set_item("key_data", b.key_data.into_pyarray(py))?;
-        d.set_item("field_offsets", b.field_offsets.into_pyarray(py))?;
-        d.set_item("field_data", b.field_data.into_pyarray(py))?;
-        d.set_item("field_valid", b.field_valid.into_pyarray(py))?;
-        d.set_item("value_size", b.value_size.into_pyarray(py))?;
-        d.set_item("found", b.found.into_pyarray(py))?;
-        d.set_item("latency_ns", b.latency_ns.into_pyarray(py))?;
-        Ok(Some(d))
+        row_columns(py, b).map(Some)
     }
 
     #[getter]
@@ -136,6 +122,80 @@ impl CaptureParser {
 
     fn conns(&self) -> Vec<(String, String)> {
         self.inner.conns().iter().map(|(c, s)| (c.to_string(), s.to_string())).collect()
+    }
+
+    fn cmd_names(&self) -> Vec<String> {
+        self.inner.cmd_names().to_vec()
+    }
+
+    /// Every counter by name, and the commands that touch no cached value, by name.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, value) in self.inner.counters() {
+            d.set_item(name, value)?;
+        }
+        d.set_item("other_commands", self.inner.row_stats().other_commands.clone())?;
+        Ok(d)
+    }
+}
+
+/// A batch of trace rows as numpy columns (see `parse::RowBatch`).
+fn row_columns(py: Python<'_>, b: parse::RowBatch) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
+    d.set_item("conn", b.conn.into_pyarray(py))?;
+    d.set_item("req", b.req.into_pyarray(py))?;
+    d.set_item("op", b.op.into_pyarray(py))?;
+    d.set_item("cmd", b.cmd.into_pyarray(py))?;
+    d.set_item("key_offsets", b.key_offsets.into_pyarray(py))?;
+    d.set_item("key_data", b.key_data.into_pyarray(py))?;
+    d.set_item("field_offsets", b.field_offsets.into_pyarray(py))?;
+    d.set_item("field_data", b.field_data.into_pyarray(py))?;
+    d.set_item("field_valid", b.field_valid.into_pyarray(py))?;
+    d.set_item("value_size", b.value_size.into_pyarray(py))?;
+    d.set_item("found", b.found.into_pyarray(py))?;
+    d.set_item("latency_ns", b.latency_ns.into_pyarray(py))?;
+    Ok(d)
+}
+
+/// Connections given as two byte streams each (tcpflow's files), read one after the other.
+#[pyclass(module = "cachescope._native")]
+struct StreamParser {
+    inner: parse::StreamParser<File>,
+}
+
+fn open_file(path: Option<&str>) -> PyResult<Option<File>> {
+    path.map(|p| File::open(p).map_err(|e| PyOSError::new_err(format!("{p}: {e}")))).transpose()
+}
+
+#[pymethods]
+impl StreamParser {
+    #[new]
+    #[pyo3(signature = (anonymize_salt=None))]
+    fn new(anonymize_salt: Option<u64>) -> Self {
+        StreamParser { inner: parse::StreamParser::new(crate::resp::Limits::default(), anonymize_salt) }
+    }
+
+    /// Starts connection `conn`: its client's and its server's byte files (either may be None), the time
+    /// its rows get, and whether its client spoke first (then it may be read from its start).
+    fn open(
+        &mut self,
+        conn: u32,
+        request: Option<&str>,
+        reply: Option<&str>,
+        ts_ns: i64,
+        client_first: bool,
+    ) -> PyResult<()> {
+        let (q, r) = (open_file(request)?, open_file(reply)?);
+        self.inner.open(conn, q, r, ts_ns, client_first).map_err(|e| PyOSError::new_err(e.to_string()))
+    }
+
+    /// The open connection's next rows, at least `min_rows` unless it ends, as `CaptureParser.next_batch`
+    /// gives them; None once it has ended.
+    fn next_batch<'py>(&mut self, py: Python<'py>, min_rows: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let batch = py.detach(|| inner.next_batch(min_rows)).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        batch.map(|b| row_columns(py, b)).transpose()
     }
 
     fn cmd_names(&self) -> Vec<String> {
@@ -381,6 +441,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TextReader>()?;
     m.add_class::<Simulation>()?;
     m.add_class::<CaptureParser>()?;
+    m.add_class::<StreamParser>()?;
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;

@@ -12,7 +12,8 @@ from cachescope.parse.writers import OUTPUT_FORMATS
 
 def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Parse captured Redis traffic into a trace (DESIGN.md's schema).")
-    p.add_argument("capture", help="pcap or pcapng capture (tcpdump -w), or a MONITOR log")
+    p.add_argument("capture", help="pcap or pcapng capture (tcpdump -w), a MONITOR log, or a tcpflow output "
+                                   "directory (tcpflow -o DIR: no packet times, so no latencies)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="trace to write: .parquet, .txt (commands), .monitor, .oracleGeneral")
     p.add_argument("--format", choices=OUTPUT_FORMATS, help="output format (default: from OUT's extension)")
@@ -39,9 +40,15 @@ def main(argv=None, prog: str = "parse.py") -> int:
 
 def format_stats(stats: dict) -> str:
     s = stats
+    if s.get("input_format") == "tcpflow":
+        head = (f"{s['input']}: tcpflow directory, {s.get('files', 0):,} flow files, {s.get('bytes', 0):,} bytes, "
+                f"{s.get('connections', 0):,} connections ({s.get('mid_stream_connections', 0):,} not seen "
+                f"from their start)")
+    else:
+        head = (f"{s['input']}: {s.get('packets', 0):,} packets, {s.get('bytes', 0):,} bytes, "
+                f"{s.get('connections', 0):,} connections ({s.get('mid_stream_connections', 0):,} already open)")
     lines = [
-        f"{s['input']}: {s.get('packets', 0):,} packets, {s.get('bytes', 0):,} bytes, "
-        f"{s.get('connections', 0):,} connections ({s.get('mid_stream_connections', 0):,} already open)",
+        head,
         f"  {s.get('commands', 0):,} commands -> {s.get('rows', 0):,} rows in {s['output']} ({s['format']})",
         f"  losses: {s.get('gaps', 0):,} gaps ({s.get('gap_bytes', 0):,} bytes), "
         f"{s.get('retransmissions', 0):,} retransmissions, {s.get('out_of_order', 0):,} out of order, "

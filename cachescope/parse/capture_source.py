@@ -63,9 +63,14 @@ class CaptureRows:
 
 
 def parse_capture(path: str, ports=DEFAULT_PORTS, anonymize: bool = False):
-    """The whole trace of a capture as a pandas DataFrame (the trace schema of DESIGN.md). For captures
-    larger than memory, write a Parquet trace with `parse.py` instead."""
-    rows = CaptureRows(path, ports, anonymize)
+    """The whole trace of a capture (or of a tcpflow output directory) as a pandas DataFrame (the trace schema
+    of DESIGN.md). For captures larger than memory, write a Parquet trace with `parse.py` instead."""
+    if os.path.isdir(path):
+        from cachescope.parse.tcpflow_source import TcpflowRows
+
+        rows = TcpflowRows(path, ports, anonymize)
+    else:
+        rows = CaptureRows(path, ports, anonymize)
     table = pa.Table.from_batches(list(rows.record_batches()), schema=SCHEMA)
     df = table.to_pandas()
     df.attrs["stats"] = rows.stats

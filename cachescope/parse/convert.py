@@ -13,22 +13,28 @@ from cachescope.trace.formats import detect_format
 
 def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,
             progress: bool = False) -> dict:
-    """Parses `source` into `output`; returns the counters (packets, connections, gaps, ...)."""
+    """Parses `source` (a capture, a MONITOR log, or a tcpflow output directory) into `output`; returns the
+    counters (packets, connections, gaps, ...)."""
     out_fmt = output_format(output, fmt)
-    kind = detect_format(source)
-    if kind == "monitor":
-        from cachescope.parse.monitor_log import MonitorRows
+    if os.path.isdir(source):
+        from cachescope.parse.tcpflow_source import TcpflowRows
 
-        rows = MonitorRows(source, anonymize)
-    elif kind == "pcap":
-        rows = CaptureRows(source, ports, anonymize)
+        rows = TcpflowRows(source, ports, anonymize)
     else:
-        raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
+        kind = detect_format(source)
+        if kind == "monitor":
+            from cachescope.parse.monitor_log import MonitorRows
+
+            rows = MonitorRows(source, anonymize)
+        elif kind == "pcap":
+            rows = CaptureRows(source, ports, anonymize)
+        else:
+            raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
     if os.path.abspath(source) == os.path.abspath(output):
         raise TraceFormatError(f"{output}: the output would overwrite the input")
     from tqdm import tqdm
 
-    with tqdm(total=os.path.getsize(source), unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,
+    with tqdm(total=rows.size_bytes, unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,
               disable=not progress, delay=1.0, leave=False) as bar, TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)

@@ -3,6 +3,7 @@
 //! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
 
 pub mod rows;
+pub mod streams;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -13,6 +14,7 @@ use crate::net::Direction;
 use crate::reassembly::{self, Reassembler, StreamSink};
 use crate::resp::{self, RespStats, Session};
 pub use rows::{RowBatch, RowBuilder, RowStats};
+pub use streams::StreamParser;
 
 #[derive(Clone, Debug)]
 pub struct ParseConfig {
@@ -133,6 +135,7 @@ impl<R: Read> CaptureParser<R> {
             ("truncated_tail", u64::from(d.truncated_tail.is_some())),
             ("connections", r.connections),
             ("mid_stream_connections", r.mid_stream_connections),
+            ("port_reuses", r.port_reuses),
             ("non_redis_segments", r.non_redis_segments),
             ("retransmissions", r.retransmitted_segments),
             ("out_of_order", r.out_of_order_segments),
@@ -148,6 +151,8 @@ impl<R: Read> CaptureParser<R> {
             ("unknown_commands", rows.unknown_commands),
             ("malformed_commands", rows.malformed_commands),
             ("redacted_args", resp.redacted_args),
+            ("invalid_requests", resp.invalid_requests),
+            ("invalid_replies", resp.invalid_replies),
             ("resyncs", resp.request_resyncs + resp.reply_resyncs),
             ("skipped_bytes", resp.request_skipped_bytes + resp.reply_skipped_bytes),
             ("unpaired_replies", resp.unpaired_replies),

@@ -69,7 +69,7 @@ pub struct RowStats {
     pub rows: u64,
     /// Commands whose name is no Redis command we know (garbage that looked like RESP, or a module's).
     pub unknown_commands: u64,
-    /// Known commands with too few arguments.
+    /// Known commands with an argument count Redis rejects (it answers an error and runs nothing).
     pub malformed_commands: u64,
     /// Commands that touch no cached value, by upper-case name.
     pub other_commands: BTreeMap<String, u64>,
@@ -124,7 +124,7 @@ impl RowBuilder {
             return;
         }
         let args: Vec<&[u8]> = c.args.iter().skip(1).collect();
-        if args.len() < info.min_args {
+        if !info.accepts(args.len()) {
             self.stats.malformed_commands += 1;
             return;
         }
@@ -133,7 +133,9 @@ impl RowBuilder {
         let row = Row { ts: c.ts_ns, conn, req, cmd, latency };
         match info.op {
             Op::Read => self.push_reads(row, info.shape, &args, &c.reply),
-            Op::Write | Op::Delete => self.push_changes(row, info.op, info.shape, &args, value_arg(&upper)),
+            Op::Write | Op::Delete => {
+                self.push_changes(row, info.op, info.shape, &args, value_arg(&upper), c.elided_args > 0)
+            }
             Op::Other => unreachable!("returned above"),
         }
     }
@@ -179,10 +181,12 @@ impl RowBuilder {
         }
     }
 
-    /// `value_at`: for a key-then-arguments command, which argument is the value written (if any).
-    fn push_changes(&mut self, row: Row, op: Op, shape: Shape, args: &[&[u8]], value_at: Option<usize>) {
+    /// `value_at`: for a key-then-arguments command, which argument is the value written (if any). `elided`:
+    /// some arguments were too long to store and came out empty, so an empty value's size is unknown.
+    fn push_changes(&mut self, row: Row, op: Op, shape: Shape, args: &[&[u8]], value_at: Option<usize>, elided: bool) {
         let code = if op == Op::Write { OP_WRITE } else { OP_DELETE };
-        let sent = |value: Option<&&[u8]>| Outcome { value_size: value.map_or(-1, |v| v.len() as i64), found: -1 };
+        let size = |v: &[u8]| if v.is_empty() && elided { -1 } else { v.len() as i64 };
+        let sent = |value: Option<&&[u8]>| Outcome { value_size: value.map_or(-1, |v| size(v)), found: -1 };
         match shape {
             Shape::Key => self.push(row, code, args[0], None, UNKNOWN),
             Shape::KeyThenArgs => self.push(row, code, args[0], None, sent(value_at.and_then(|i| args.get(i)))),
@@ -264,5 +268,42 @@ fn push_text(out: &mut Vec<u8>, bytes: &[u8]) {
             0x20..=0x7e => out.push(b),
             _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::Direction;
+    use crate::resp::{Limits, Session};
+
+    /// The rows of a conversation: `request` then `reply`, through a session with `limits`.
+    fn rows(limits: Limits, request: &[u8], reply: &[u8]) -> RowBatch {
+        let mut session = Session::new(limits);
+        let mut rows = RowBuilder::new(None);
+        session.on_data(Direction::Request, 1, request, &mut |c| rows.push_command(0, c));
+        session.on_data(Direction::Reply, 2, reply, &mut |c| rows.push_command(0, c));
+        session.finish(&mut |c| rows.push_command(0, c));
+        rows.take()
+    }
+
+    #[test]
+    fn a_value_too_long_to_store_has_an_unknown_size_not_zero() {
+        let limits = Limits { max_arg_bytes: 8, ..Limits::default() };
+        let request = b"*6\r\n$4\r\nHSET\r\n$1\r\nk\r\n$1\r\na\r\n$12\r\n0123456789ab\r\n$1\r\nb\r\n$3\r\nxyz\r\n";
+        let b = rows(limits, request, b":2\r\n");
+        assert_eq!(b.value_size, [-1, 3]);
+        assert_eq!(rows(Limits::default(), request, b":2\r\n").value_size, [12, 3]);
+    }
+
+    #[test]
+    fn commands_redis_refuses_for_their_argument_count_give_no_row() {
+        let mut session = Session::new(Limits::default());
+        let mut rows = RowBuilder::new(None);
+        let mut out = |c: &Command| rows.push_command(0, c);
+        session.on_data(Direction::Request, 1, b"*3\r\n$3\r\nGET\r\n$1\r\n/\r\n$8\r\nHTTP/1.1\r\n", &mut out);
+        session.on_data(Direction::Reply, 2, b"-ERR wrong number of arguments for 'get' command\r\n", &mut out);
+        assert!(rows.take().is_empty());
+        assert_eq!((rows.stats().commands, rows.stats().malformed_commands), (1, 1));
     }
 }

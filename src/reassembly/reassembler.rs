@@ -3,8 +3,9 @@
 //!
 //! Per segment: classify it by the Redis port (the server side), time out connections idle too long, find or
 //! open the connection (a SYN on a 4-tuple whose connection is closed, or whose direction began with another
-//! ISN, is port reuse: a new connection with a new id), hand the bytes to the direction's `Stream`, the FIN to
-//! it, the ACK to the opposite direction, and close on RST or when both directions are finished.
+//! ISN, is port reuse: a new connection with a new id), hand the ACK to the opposite direction (first: what
+//! it acknowledges was sent before this segment), the bytes to the direction's `Stream`, the FIN to it, and
+//! close on RST or when both directions are finished.
 //!
 //! Memory held for out-of-order bytes is summed over all connections; before a segment that must be held
 //! would push it past the memcap, the connections holding the most give up their holes (down to 3/4 of the
@@ -175,18 +176,21 @@ impl Reassembler {
     fn segment<S: StreamSink + ?Sized>(&mut self, slot: u32, dir: Direction, seg: &TcpSegment<'_>, sink: &mut S) {
         let plain = seg.flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 && seg.missing_tail == 0;
         let d = dir_index(dir);
-        let Reassembler { table, stats, .. } = self;
+        let Reassembler { table, stats, pending_total, .. } = self;
         let conn = table.conn(slot);
-        let mut out = Out { sink: &mut *sink, stats, conn: conn.id, dir };
+        let mut out = Out { sink: &mut *sink, stats, conn: conn.id, dir: opposite(dir) };
+        // The ACK before the data: the peer's bytes it acknowledges were received before this segment was
+        // sent, so the holes it gives up and the held bytes after them go to the sink first. The other way
+        // round, a reply would reach the RESP session before the commands it answers.
+        if seg.flags.has(TcpFlags::ACK) {
+            let peer = &mut conn.streams[1 - d];
+            let held_before = peer.pending_mem();
+            peer.on_ack(seg.ack, &mut out);
+            *pending_total -= held_before - peer.pending_mem();
+        }
+        out.dir = dir;
         // The fast path: the next expected bytes, nothing held, no control flag.
         if plain && conn.streams[d].take_next(seg.seq, seg.payload, seg.ts_ns, &mut out) {
-            if seg.flags.has(TcpFlags::ACK) {
-                let peer = &mut conn.streams[1 - d];
-                let held_before = peer.pending_mem();
-                out.dir = opposite(dir);
-                peer.on_ack(seg.ack, &mut out);
-                self.pending_total -= held_before - peer.pending_mem();
-            }
             return;
         }
         self.segment_slow(slot, dir, seg, sink);
@@ -221,10 +225,6 @@ impl Reassembler {
         conn.streams[d].receive(off, seg.payload, missing, seg.ts_ns, (limits, budget), &mut out);
         if flags.has(TcpFlags::FIN) {
             conn.streams[d].on_fin(off.wrapping_add(seg.payload.len() as i64).wrapping_add(missing as i64));
-        }
-        if flags.has(TcpFlags::ACK) {
-            out.dir = opposite(dir);
-            conn.streams[1 - d].on_ack(seg.ack, &mut out);
         }
         let held_after = conn.pending_mem();
         let finished = conn.streams.iter().all(|s| s.finished());

@@ -242,6 +242,11 @@ impl Stream {
                 return;
             }
             self.hold(rest, limits, budget, marks, out);
+            if head > 0 && marks.repeat {
+                // The head was new bytes: a segment that also repeats held ones is an overlap, not a retransmission.
+                marks.repeat = false;
+                marks.overlap = true;
+            }
         } else {
             out.stats.out_of_order_segments += 1;
             self.hold(span, limits, budget, marks, out);
@@ -291,6 +296,9 @@ impl Stream {
             cov.parts
         };
         if parts.is_empty() && span.missing == 0 {
+            // Nothing new to store; but the head of this segment, just delivered, may have reached the first
+            // held piece, which must go out now rather than wait for the next segment.
+            self.drain(NOTHING_LOST, self.acked, out);
             return;
         }
         let tail_cost = if span.missing > 0 { PIECE_OVERHEAD } else { 0 };

@@ -200,6 +200,20 @@ fn partial_overlaps_are_trimmed_and_counted() {
 }
 
 #[test]
+fn a_segment_filling_the_hole_and_repeating_held_bytes_delivers_them_at_once() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs.extend([at(seg(REQ, 1001, b"abc"), 1), at(seg(REQ, 1007, b"ghi"), 3)]);
+    // New bytes `def` and a repeat of the held `gh`: the held piece continues the stream right away.
+    segs.push(at(seg(REQ, 1004, b"defgh"), 2));
+    let rec = run(&mut r, &segs);
+    assert_eq!(rec.chunks(0, REQ), vec![(1, "abc".into()), (2, "def".into()), (3, "ghi".into())]);
+    assert_eq!(r.pending_bytes(), 0);
+    let st = r.stats();
+    assert_eq!((st.overlaps, st.retransmitted_segments, st.out_of_order_segments), (1, 0, 1));
+}
+
+#[test]
 fn overlapping_bytes_that_differ_are_conflicts_and_the_first_copy_wins() {
     let mut r = reassembler();
     let mut segs = handshake().to_vec();
@@ -262,6 +276,27 @@ fn a_hole_is_given_up_once_the_peer_acknowledges_data_beyond_it() {
     // The lost bytes turning up late are dropped, never delivered out of place.
     run(&mut r, &[seg(REQ, 1004, b"def")]);
     assert_eq!(r.stats().retransmitted_segments, 1);
+}
+
+#[test]
+fn what_an_ack_gives_up_goes_out_before_the_data_of_its_segment() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs.extend([at(seg(REQ, 1001, b"abc"), 1), at(seg(REQ, 1007, b"ghi"), 2)]);
+    // The reply acknowledges the request bytes after the hole: they were sent before it, so they (and the
+    // gap) come first, and the RESP session sees the commands before their replies.
+    segs.push(at(acking(seg(REP, 5001, b"+OK\r\n"), 1010), 3));
+    let rec = run(&mut r, &segs);
+    let tail: Vec<Event> = rec.events[rec.events.len() - 3..].to_vec();
+    assert_eq!(
+        tail,
+        vec![
+            Event::Gap { conn: 0, dir: REQ, ts: 2, n: 3 },
+            Event::Data { conn: 0, dir: REQ, ts: 2, data: b"ghi".to_vec() },
+            Event::Data { conn: 0, dir: REP, ts: 3, data: b"+OK\r\n".to_vec() },
+        ]
+    );
+    assert_eq!(r.pending_bytes(), 0);
 }
 
 #[test]

@@ -34,6 +34,17 @@ pub use command::{Command, Reply};
 pub use redact::REDACTED;
 pub use session::Session;
 
+/// Whether `d` begins with a plausible command (a RESP array naming a command we know), as a stream picked
+/// up at an unknown point is searched for one.
+pub fn is_command_start(d: &[u8]) -> bool {
+    resync::check(d) == resync::Check::Yes
+}
+
+/// Whether `b` can begin a reply frame (a RESP2 or RESP3 type byte).
+pub fn is_reply_start(b: u8) -> bool {
+    b"+-:$*_#,(!=%~>|".contains(&b)
+}
+
 /// Bounds on what one connection may make us parse or hold. Input beyond the protocol bounds is invalid
 /// (counted, then resynchronized); input beyond the memory bounds is summarized less precisely, never buffered.
 #[derive(Clone, Copy, Debug)]

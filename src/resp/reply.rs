@@ -171,6 +171,48 @@ impl ReplyParser {
         self.done = false;
     }
 
+    /// `n` bytes of the stream were lost. When they all lie in the rest of a bulk value the frame keeps (its
+    /// length came in the header, and its bytes are skipped anyway), and in the CRLF after it, nothing the
+    /// summary needs was lost: they are skipped and the frame goes on. Answers whether the frame is now
+    /// complete, or None when the loss reaches bytes that matter (the parser is then unchanged).
+    pub fn skip_value(&mut self, n: u64) -> Option<bool> {
+        let left = match self.state {
+            State::Payload { left, capture: Capture::None } => left,
+            State::Crlf(seen) => {
+                if n > u64::from(2 - seen) {
+                    return None;
+                }
+                return Some(self.skip_crlf(seen as u64 + n));
+            }
+            _ => return None,
+        };
+        if n <= left {
+            let rest = State::Payload { left: left - n, capture: Capture::None };
+            self.state = if n == left { State::Crlf(0) } else { rest };
+            return Some(false);
+        }
+        if n > left + 2 {
+            return None;
+        }
+        Some(self.skip_crlf(n - left))
+    }
+
+    /// The first `seen` bytes of the CRLF after a payload are accounted for; answers whether a frame ended.
+    fn skip_crlf(&mut self, seen: u64) -> bool {
+        if seen < 2 {
+            self.state = State::Crlf(seen as u8);
+            return false;
+        }
+        self.state = State::Header;
+        self.element_done();
+        let done = self.done;
+        if done {
+            self.done = false;
+            self.started = false;
+        }
+        done
+    }
+
     /// Sets what to keep of the next frame; call at a boundary.
     pub fn begin(&mut self, plan: Plan) {
         debug_assert!(!self.started);
@@ -264,12 +306,12 @@ impl ReplyParser {
                 *pos = start;
                 self.scalar(Kind::Nil, 0, 0);
             } else {
+                // Bounded before it is added: a hostile length must not overflow the offset.
+                if n < 0 || n as u64 > self.limits.max_bulk_len {
+                    break;
+                }
                 let end = start + n as usize;
-                if n < 0
-                    || n as u64 > self.limits.max_bulk_len
-                    || end + 2 > data.len()
-                    || &data[end..end + 2] != b"\r\n"
-                {
+                if end + 2 > data.len() || &data[end..end + 2] != b"\r\n" {
                     break;
                 }
                 *pos = end + 2;
@@ -395,7 +437,7 @@ impl ReplyParser {
         if self.attributes == 0 {
             let depth = self.stack.len() as u8;
             let index = self.stack.last().map_or(0, |l| l.index);
-            if kind == Kind::Bulk && depth == self.plan.keys_at && index.is_multiple_of(2) {
+            if kind == Kind::Bulk && self.plan.keys_at > 0 && depth == self.plan.keys_at && index.is_multiple_of(2) {
                 if self.frame.keys.len() as u64 + n as u64 <= self.limits.max_field_bytes as u64 {
                     key = self.frame.key_spans.len() as u32;
                     self.frame.key_spans.push(Span { start: self.frame.keys.len() as u32, len: n as u32 });

@@ -445,7 +445,8 @@ impl RequestParser {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let mut tokens = mem::take(&mut self.tokens);
         let mut unquoted = mem::take(&mut self.unquoted);
-        let ok = split_args(line, &mut tokens, &mut unquoted).is_ok();
+        let ok = split_args(line, &mut tokens, &mut unquoted).is_ok()
+            && !tokens.first().is_some_and(|t| cross_protocol(t.get(line, &unquoted)));
         if ok {
             for t in &tokens {
                 let arg = t.get(line, &unquoted);
@@ -523,4 +524,11 @@ impl RequestParser {
             }
         }
     }
+}
+
+/// `POST` and `Host:` as a command name are an HTTP request sent to a Redis port (a browser or proxy tricked
+/// into it): Redis takes them for an attack and closes the connection (its `securityWarningCommand`). The
+/// bytes are not Redis traffic; they are invalid here.
+fn cross_protocol(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"POST") || name.eq_ignore_ascii_case(b"Host:")
 }

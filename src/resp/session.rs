@@ -7,21 +7,22 @@
 //! the transaction is discarded or aborted); RESP3 pushes and pub/sub messages, which answer nothing; and
 //! SUBSCRIBE-like commands, whose first confirmation is their reply and the others are pushes.
 //!
-//! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies
-//! of an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from
-//! then on. A request-side gap loses an unknown number of commands, whose replies will come after those of
-//! the commands already waiting: these are still paired (`Draining`), later ones are not. Pairing resumes at
-//! a *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one
-//! before C's first byte), after the server had answered something since the previous command ended, with
-//! the reply parser at a frame boundary, and with every command seen since the loss plausibly answered (as
-//! many replies started after each had ended as there are such commands). Then all the client had sent has
-//! been answered, if the client waits for its replies before it sends more (request-response, or pipelines
-//! of batches as redis-py sends them): C's reply is the next frame. When the reply stream itself lost its
-//! frame boundaries, a first turn restarts the reply parser (a new reply begins after a quiet turn) and a
-//! second one resumes pairing. A client that pipelines without ever waiting offers no turn and its commands
-//! stay `Unknown`. Two checks catch what slips through: a reply that starts before its command ended, or
-//! whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`); the replies of
-//! the commands then waiting are taken to be still on their way, so a turn needs them first.
+//! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies of
+//! an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from then
+//! on; unless the lost bytes all lie inside a value whose length its header gave (a snap length cutting a long
+//! reply), which the reply parser skips anyway. A request-side gap loses an unknown number of commands, whose
+//! replies will come after those of the commands already waiting: these are still paired (`Draining`), later
+//! ones are not. Pairing resumes at a *turn*: a command C sent while the server was quiet (no reply byte while
+//! C was sent, the last one before C's first byte), after the server had answered something since the previous
+//! command ended, with the reply parser at a frame boundary, and with every command seen since the loss
+//! plausibly answered (as many replies started after each had ended as there are such commands). Then all the
+//! client had sent has been answered, if the client waits for its replies before it sends more
+//! (request-response, or pipelines of batches as redis-py sends them): C's reply is the next frame. When the
+//! reply stream itself lost its frame boundaries, a first turn restarts the reply parser (a new reply begins
+//! after a quiet turn) and a second one resumes pairing. A client that pipelines without ever waiting offers no
+//! turn and its commands stay `Unknown`. Two checks catch what slips through: a reply that starts before its
+//! command ended, or whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`);
+//! the replies of the commands then waiting are taken to be still on their way, so a turn needs them first.
 //!
 //! What stays uncertain: commands lost on the request side have replies of their own, which the count
 //! above takes for replies to the commands seen; a client that pipelines across a quiet moment can thus
@@ -223,8 +224,21 @@ impl Session {
             Direction::Reply => {
                 self.stats.reply_gaps += 1;
                 self.stats.reply_gap_bytes += missing;
-                self.lose_frames();
-                self.lose_pairing(out);
+                // Bytes lost inside a value (a snap length cutting a long reply) leave the frame's shape
+                // known: the reply is summarized as if they had been seen.
+                match self.framed.then(|| self.rep.skip_value(missing)).flatten() {
+                    Some(frame_done) => {
+                        self.reply_bytes += missing;
+                        self.last_reply_ts = Some(ts_ns);
+                        if frame_done {
+                            self.on_frame(out);
+                        }
+                    }
+                    None => {
+                        self.lose_frames();
+                        self.lose_pairing(out);
+                    }
+                }
             }
         }
         self.copy_counts();
@@ -391,14 +405,45 @@ impl Session {
     // ---- replies ----
 
     fn on_reply(&mut self, ts: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
-        self.reply_bytes += data.len() as u64;
+        self.reply_frames(ts, data, usize::MAX, out);
+    }
+
+    /// Reply bytes, taken up to the end of the `max_frames`-th frame they complete; returns how many were
+    /// taken. For streams without a clock (`parse::streams`), which must not feed replies ahead of the
+    /// commands they answer.
+    pub fn on_reply_frames(
+        &mut self,
+        ts_ns: i64,
+        data: &[u8],
+        max_frames: usize,
+        out: &mut impl FnMut(&Command),
+    ) -> usize {
+        let taken = self.reply_frames(ts_ns, data, max_frames, out);
+        self.copy_counts();
+        taken
+    }
+
+    /// Replies the server still owes the commands seen, as far as pairing knows them (none while it is lost).
+    pub fn awaiting_replies(&self) -> usize {
+        if self.pairing == Pairing::Unsynced {
+            return 0;
+        }
+        let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
+        waiting + self.skip as usize
+    }
+
+    fn reply_frames(&mut self, ts: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
+        if data.is_empty() || max_frames == 0 {
+            return 0;
+        }
         self.last_reply_ts = Some(ts);
         if !self.framed {
+            self.reply_bytes += data.len() as u64;
             self.stats.reply_skipped_bytes += data.len() as u64;
-            return;
+            return data.len();
         }
-        let mut pos = 0;
-        while pos < data.len() {
+        let (mut pos, mut frames) = (0, 0);
+        while pos < data.len() && frames < max_frames {
             if self.rep.at_boundary() {
                 let plan = self.plan();
                 self.rep.begin(plan);
@@ -406,17 +451,24 @@ impl Session {
             let (n, step) = self.rep.advance(&data[pos..], ts);
             pos += n;
             match step {
-                Step::Frame => self.on_frame(out),
+                Step::Frame => {
+                    frames += 1;
+                    self.on_frame(out);
+                }
                 Step::More => {}
                 Step::Invalid => {
                     self.stats.invalid_replies += 1;
                     self.stats.reply_skipped_bytes += (data.len() - pos) as u64;
+                    self.reply_bytes += data.len() as u64;
                     self.lose_frames();
                     self.lose_pairing(out);
-                    return;
+                    return data.len();
                 }
             }
         }
+        // Counted once parsed: nothing on the request side reads it meanwhile.
+        self.reply_bytes += pos as u64;
+        pos
     }
 
     /// What to keep of the next frame, given the command it will answer.

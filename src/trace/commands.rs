@@ -36,40 +36,59 @@ pub struct CommandInfo {
     pub shape: Shape,
     /// Minimum number of arguments after the command name.
     pub min_args: usize,
+    /// Maximum number of arguments after the command name (`usize::MAX`: any).
+    pub max_args: usize,
 }
 
-const fn info(op: Op, shape: Shape, min_args: usize) -> CommandInfo {
-    CommandInfo { op, shape, min_args }
+const ANY: usize = usize::MAX;
+
+const fn info(op: Op, shape: Shape, min_args: usize, max_args: usize) -> CommandInfo {
+    CommandInfo { op, shape, min_args, max_args }
+}
+
+impl CommandInfo {
+    /// Whether Redis runs the command with `n` arguments after its name. It answers any other count with an
+    /// arity error and runs nothing: such a command read from a capture is no lookup and no write (an HTTP
+    /// request line sent to port 6379, `GET / HTTP/1.1`, is one).
+    pub fn accepts(&self, n: usize) -> bool {
+        let pairs = match self.shape {
+            Shape::KeyValuePairs => n.is_multiple_of(2),
+            Shape::KeyFieldValuePairs => !n.is_multiple_of(2),
+            _ => true,
+        };
+        pairs && (self.min_args..=self.max_args).contains(&n)
+    }
 }
 
 /// Looks up an upper-case command name.
 pub fn lookup(name: &[u8]) -> Option<CommandInfo> {
     use Op::*;
     use Shape::*;
+    // Argument counts as in Redis's command table (`COMMAND INFO`: arity, and the pairs its commands check).
     Some(match name {
-        b"HMGET" => info(Read, KeyFields, 2),
-        b"HGET" => info(Read, KeyFields, 2),
+        b"HMGET" => info(Read, KeyFields, 2, ANY),
+        b"HGET" => info(Read, KeyFields, 2, 2),
         // Without the reply the fields an HGETALL returned are unknown: it is one lookup of the whole entity.
-        b"HGETALL" => info(Read, Key, 1),
-        b"GET" => info(Read, Key, 1),
-        b"MGET" => info(Read, Keys, 1),
+        b"HGETALL" => info(Read, Key, 1, 1),
+        b"GET" => info(Read, Key, 1, 1),
+        b"MGET" => info(Read, Keys, 1, ANY),
 
-        b"HSET" | b"HMSET" => info(Write, KeyFieldValuePairs, 3),
-        b"HSETNX" | b"HINCRBY" | b"HINCRBYFLOAT" => info(Write, KeyFieldArg, 3),
-        b"SET" | b"SETNX" | b"GETSET" | b"APPEND" | b"SETRANGE" | b"INCRBY" | b"DECRBY" | b"INCRBYFLOAT" => {
-            info(Write, KeyThenArgs, 2)
-        }
-        b"SETEX" | b"PSETEX" => info(Write, KeyThenArgs, 3),
-        b"INCR" | b"DECR" => info(Write, Key, 1),
-        b"MSET" | b"MSETNX" => info(Write, KeyValuePairs, 2),
-        b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT" => info(Write, KeyThenArgs, 2),
-        b"PERSIST" => info(Write, Key, 1),
+        b"HSET" | b"HMSET" => info(Write, KeyFieldValuePairs, 3, ANY),
+        b"HSETNX" | b"HINCRBY" | b"HINCRBYFLOAT" => info(Write, KeyFieldArg, 3, 3),
+        b"SET" => info(Write, KeyThenArgs, 2, ANY),
+        b"SETNX" | b"GETSET" | b"APPEND" | b"INCRBY" | b"DECRBY" | b"INCRBYFLOAT" => info(Write, KeyThenArgs, 2, 2),
+        b"SETRANGE" | b"SETEX" | b"PSETEX" => info(Write, KeyThenArgs, 3, 3),
+        b"INCR" | b"DECR" => info(Write, Key, 1, 1),
+        b"MSET" | b"MSETNX" => info(Write, KeyValuePairs, 2, ANY),
+        // With an optional NX | XX | GT | LT since Redis 7.
+        b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT" => info(Write, KeyThenArgs, 2, 3),
+        b"PERSIST" => info(Write, Key, 1, 1),
 
-        b"HDEL" => info(Delete, KeyFields, 2),
-        b"DEL" | b"UNLINK" => info(Delete, Keys, 1),
-        b"GETDEL" => info(Delete, Key, 1),
+        b"HDEL" => info(Delete, KeyFields, 2, ANY),
+        b"DEL" | b"UNLINK" => info(Delete, Keys, 1, ANY),
+        b"GETDEL" => info(Delete, Key, 1, 1),
 
-        _ if is_other_command(name) => info(Other, NoKeys, 0),
+        _ if is_other_command(name) => info(Other, NoKeys, 0, ANY),
         _ => return None,
     })
 }
@@ -112,5 +131,17 @@ mod tests {
         assert_eq!(lookup(b"PING").unwrap().op, Op::Other);
         assert!(lookup(b"HMGETT").is_none());
         assert!(lookup(b"42932745").is_none());
+    }
+
+    #[test]
+    fn argument_counts_redis_rejects() {
+        let accepts = |name: &[u8], n: usize| lookup(name).unwrap().accepts(n);
+        assert!(accepts(b"GET", 1) && !accepts(b"GET", 2) && !accepts(b"GET", 0));
+        assert!(accepts(b"HGET", 2) && !accepts(b"HGET", 3));
+        assert!(accepts(b"HMGET", 2) && accepts(b"HMGET", 500) && !accepts(b"HMGET", 1));
+        assert!(accepts(b"HSET", 3) && accepts(b"HSET", 5) && !accepts(b"HSET", 4));
+        assert!(accepts(b"MSET", 4) && !accepts(b"MSET", 3));
+        assert!(accepts(b"SET", 5) && accepts(b"EXPIRE", 3) && !accepts(b"EXPIRE", 4));
+        assert!(accepts(b"PING", 0) && accepts(b"PING", 1));
     }
 }

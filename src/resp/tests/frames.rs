@@ -180,3 +180,47 @@ fn a_large_bulk_in_many_chunks_is_skipped_not_buffered() {
     assert_eq!(p.frame.nodes[1].len, len as u32);
     assert!(p.held_bytes() < 4096, "held {}", p.held_bytes());
 }
+
+#[test]
+fn a_top_level_bulk_is_skipped_not_captured() {
+    // Plan::keys_at 0 means no keys: a GET's value must not be copied as if it were an HGETALL field name.
+    let len = 8 << 20;
+    let mut bytes = format!("${len}\r\n").into_bytes();
+    bytes.resize(bytes.len() + len, b'x');
+    bytes.extend_from_slice(b"\r\n");
+    let mut p = ReplyParser::new(Limits::default());
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    let steps: Vec<bool> = bytes.chunks(1000).map(|c| matches!(p.advance(c, 0).1, Step::Frame)).collect();
+    assert_eq!(steps.iter().filter(|&&f| f).count(), 1);
+    assert!(p.frame.keys.is_empty() && p.frame.key_spans.is_empty() && !p.frame.overflow);
+    assert!(p.held_bytes() < 4096, "held {}", p.held_bytes());
+}
+
+#[test]
+fn a_loss_inside_a_skipped_value_keeps_the_frame() {
+    let mut p = ReplyParser::new(Limits::default());
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    // "*2\r\n:5\r\n$10\r\n0123456789\r\n" with "3456789\r" lost: the frame goes on.
+    assert!(matches!(p.advance(b"*2\r\n:5\r\n$10\r\n012", 0).1, Step::More));
+    assert_eq!(p.skip_value(8), Some(false));
+    assert!(matches!(p.advance(b"\n", 0).1, Step::Frame));
+    assert_eq!(p.frame.nodes[2].len, 10);
+    // A loss running past the value's CRLF, or inside a header, is not skippable.
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    p.advance(b"$4\r\nab", 0);
+    assert_eq!(p.skip_value(5), None);
+    assert_eq!(p.skip_value(4), Some(true));
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    p.advance(b"*2\r\n$1", 0);
+    assert_eq!(p.skip_value(1), None);
+    // The first string of an aggregate may be its tag (a pub/sub kind), and HGETALL's field names are
+    // needed: a loss inside either is not skippable.
+    p.reset();
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    p.advance(b"*3\r\n$7\r\nmes", 0);
+    assert_eq!(p.skip_value(1), None);
+    p.reset();
+    p.begin(Plan { depth: 1, keys_at: 1 });
+    p.advance(b"*2\r\n$6\r\nfie", 0);
+    assert_eq!(p.skip_value(1), None);
+}

@@ -200,3 +200,44 @@ fn no_turn_while_a_command_is_unanswered() {
     let replies: Vec<Owned> = r.got[1..].iter().map(|g| g.reply.clone()).collect();
     assert_eq!(replies, [Owned::Unknown, Owned::Unknown, Owned::Unknown, Owned::Bulk(4)]);
 }
+
+#[test]
+fn bytes_lost_inside_a_value_keep_the_reply_and_its_length() {
+    let mut r = Run::new();
+    r.req(10, &cmds("HMGET h a b c"));
+    // A snap length cuts each reply segment: inside the first value, then the second value's last byte
+    // and its CRLF (which completes the frame).
+    let value = vec![b'v'; 300];
+    let reply = array(&[Some(&value), Some(b"xy"), None]);
+    let second = reply.len() - b"$2\r\nxy\r\n$-1\r\n".len();
+    r.rep(15, &reply[..20]);
+    r.gap(Direction::Reply, 15, 200);
+    r.rep(16, &reply[220..second + 5]);
+    r.gap(Direction::Reply, 16, 3);
+    r.rep(17, &reply[second + 8..]);
+    r.req(20, &cmds("GET k"));
+    r.rep(25, &reply[..4]);
+    r.gap(Direction::Reply, 26, 4);
+    r.finish();
+    let pairs = r.pairs();
+    assert_eq!(pairs[0], (s("HMGET h a b c"), Owned::Array(vec![Some(300), Some(2), None])));
+    // A loss that reaches a header is not a value's: the reply is unknown.
+    assert_eq!(pairs[1], (s("GET k"), Owned::Unknown));
+    let st = r.session.stats();
+    assert_eq!((st.reply_gaps, st.reply_gap_bytes, st.paired, st.unknown_replies), (3, 207, 1, 1));
+}
+
+#[test]
+fn an_http_request_on_the_redis_port_is_invalid_after_its_request_line() {
+    let mut r = Run::new();
+    // Redis runs `GET / HTTP/1.1` (an arity error: the rows stage drops it) and closes the connection at
+    // `Host:`; so does the parser: the rest is skipped, and the HTTP response is no RESP either.
+    let request = b"GET / HTTP/1.1\r\nHost: cache:6379\r\nAccept: */*\r\n\r\n";
+    r.req(10, request);
+    r.rep(15, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    r.finish();
+    assert_eq!(r.pairs(), vec![(s("GET / HTTP/1.1"), Owned::Unknown)]);
+    let st = r.session.stats();
+    assert_eq!((st.invalid_requests, st.invalid_replies, st.inline_commands), (1, 1, 1));
+    assert_eq!(st.request_skipped_bytes, (request.len() - b"GET / HTTP/1.1\r\nHost: cache:6379\r\n".len()) as u64);
+}
