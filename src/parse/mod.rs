@@ -3,6 +3,8 @@
 //! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
 
 pub mod rows;
+#[cfg(test)]
+mod tests;
 
 use std::io::Read;
 use std::net::SocketAddr;
