@@ -91,7 +91,8 @@ impl TextReader {
 
 #[pyclass(module = "cachescope._native")]
 struct CaptureParser {
-    inner: parse::CaptureParser<BufReader<File>>,
+    // The capture reader reads in blocks of its own (1 MiB): a BufReader in between would only copy.
+    inner: parse::CaptureParser<File>,
 }
 
 #[pymethods]
@@ -101,7 +102,7 @@ impl CaptureParser {
     fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>) -> PyResult<Self> {
         let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
-        let inner = parse::CaptureParser::new(BufReader::with_capacity(1 << 20, file), path, &config).map_err(trace_err)?;
+        let inner = parse::CaptureParser::new(file, path, &config).map_err(trace_err)?;
         Ok(CaptureParser { inner })
     }
 

@@ -75,6 +75,18 @@ def test_parse_capture_api_matches_the_cli(tmp):
         pd.read_parquet(out).drop(columns=["op", "cmd", "client", "server"]))
 
 
+def test_parse_py_imports_neither_pandas_nor_the_simulator(tmp):
+    """Both would more than double parse.py's start-up (pandas alone: 0.2-0.4 s, also when pyarrow's
+    `pa.array` pulls it in on first use); a trace with rows goes through every conversion."""
+    probe = ("import runpy, sys; sys.argv = ['parse.py', *sys.argv[1:]]\n"
+             "try:\n    runpy.run_path('parse.py', run_name='__main__')\nexcept SystemExit as e:\n"
+             "    assert not e.code, e.code\n"
+             "print(sorted(m for m in sys.modules if m == 'pandas' or m.startswith('cachescope.simulate')))")
+    proc = run_cli("-c", probe, CAPTURE, "-o", tmp / "t.parquet", "--port", PORT, "--no-progress", check_rc=0)
+    assert proc.stdout.strip() == "[]", proc.stdout
+    assert "6 rows" in proc.stderr
+
+
 def _one_line_error(proc, *needles):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]

@@ -14,7 +14,10 @@ from cachescope.errors import TraceFormatError, UsageError
 from cachescope.parse.schema import SCHEMA, record_batch
 
 DEFAULT_PORTS = (6379,)
-BATCH_ROWS = 1 << 20
+# Rows per record batch (and per Parquet row group): small enough that a batch's columns (about 90 bytes a
+# row) are reused from one batch to the next instead of being faulted in afresh, large enough that the
+# per-batch work in Python does not count (measured: 1 Mi rows parse 30% slower, in twice the memory).
+BATCH_ROWS = 1 << 17
 
 
 def check_ports(ports) -> list[int]:
@@ -59,7 +62,9 @@ class CaptureRows:
                 self.stats = self._parser.stats()
             if cols is None:
                 return
-            yield record_batch(cols, self._parser.cmd_names(), self._parser.conns())
+            batch = record_batch(cols, self._parser.cmd_names(), self._parser.conns())
+            del cols  # the raw columns the batch does not share are freed before the next batch is parsed
+            yield batch
 
 
 def parse_capture(path: str, ports=DEFAULT_PORTS, anonymize: bool = False):

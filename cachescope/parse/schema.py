@@ -1,4 +1,8 @@
-"""The trace schema of DESIGN.md as Arrow, and the conversion of the parser's raw columns into it."""
+"""The trace schema of DESIGN.md as Arrow, and the conversion of the parser's raw columns into it.
+
+Arrays are assembled from buffers (`pa.Array.from_buffers`), never with `pa.array`: the numeric columns are
+then shared with numpy without a copy, and `pa.array` imports pandas the first time it is called, which would
+add 0.2-0.4 s to every `parse.py` run."""
 
 from __future__ import annotations
 
@@ -24,23 +28,24 @@ SCHEMA = pa.schema([
 
 
 def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]]) -> pa.RecordBatch:
-    """Arrow columns from the parser's numpy columns (no copy of the key and field bytes).
+    """Arrow columns from the parser's numpy columns (no copy of the numbers, keys and fields).
 
     `value_size`, `found`, `latency_ns` use -1 for unknown; `cmd` indexes `cmd_names`; `conn` indexes `conns`
     ((client, server) as `ip:port`)."""
     n = len(cols["ts_ns"])
-    conn = cols["conn"].astype(np.int64)
+    conn, found = cols["conn"], cols["found"]
     arrays = [
-        pa.array(cols["ts_ns"], pa.int64()),
-        pa.array(cols["conn"], pa.uint32()),
-        pa.array(cols["req"], pa.uint64()),
-        pa.DictionaryArray.from_arrays(pa.array(cols["op"].astype(np.int8)), pa.array(OPS)),
-        pa.DictionaryArray.from_arrays(pa.array(cols["cmd"].astype(np.int16)), pa.array(cmd_names, pa.string())),
+        _numbers(pa.int64(), cols["ts_ns"]),
+        _numbers(pa.uint32(), conn),
+        _numbers(pa.uint64(), cols["req"]),
+        # Views, not copies: op codes are 0-2 and command codes index a few hundred names.
+        _dictionary(pa.int8(), cols["op"].view(np.int8), OPS),
+        _dictionary(pa.int16(), cols["cmd"].view(np.int16), cmd_names),
         _strings(cols["key_offsets"], cols["key_data"], None, n),
         _strings(cols["field_offsets"], cols["field_data"], cols["field_valid"], n),
-        _nullable(cols["value_size"], pa.int32()),
-        pa.array(cols["found"] == 1, pa.bool_(), mask=cols["found"] < 0),
-        _nullable(cols["latency_ns"], pa.int64()),
+        _numbers(pa.int32(), cols["value_size"], cols["value_size"] >= 0),
+        _booleans(found == 1, found >= 0),
+        _numbers(pa.int64(), cols["latency_ns"], cols["latency_ns"] >= 0),
         _endpoint_column(conn, [c for c, _ in conns]),
         _endpoint_column(conn, [s for _, s in conns]),
     ]
@@ -52,18 +57,43 @@ def _endpoint_column(conn: np.ndarray, per_conn: list[str]) -> pa.Array:
     distinct = list(dict.fromkeys(per_conn))
     position = {a: i for i, a in enumerate(distinct)}
     index = np.array([position[a] for a in per_conn], dtype=np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(index[conn] if len(conn) else index[:0]), pa.array(distinct, pa.string()))
+    rows = index[conn] if len(conn) else np.zeros(0, np.int32)
+    return pa.DictionaryArray.from_arrays(_numbers(pa.int32(), rows), _small_strings(distinct))
+
+
+def _validity(valid) -> tuple:
+    """Arrow's validity bitmap of a boolean mask (True = present) and its null count; None when all are."""
+    if valid is None or valid.all():
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), int(len(valid) - np.count_nonzero(valid))
+
+
+def _numbers(type_: pa.DataType, values: np.ndarray, valid=None) -> pa.Array:
+    """A numpy column of the Arrow type's layout, shared without a copy."""
+    bitmap, nulls = _validity(valid)
+    return pa.Array.from_buffers(type_, len(values), [bitmap, pa.py_buffer(values)], null_count=nulls)
+
+
+def _booleans(values: np.ndarray, valid) -> pa.Array:
+    bitmap, nulls = _validity(valid)
+    data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), len(values), [bitmap, data], null_count=nulls)
+
+
+def _dictionary(index_type: pa.DataType, indices: np.ndarray, names: list[str]) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(_numbers(index_type, indices), _small_strings(names))
+
+
+def _small_strings(items: list[str]) -> pa.Array:
+    """A short list of strings (a dictionary) as an Arrow string array."""
+    encoded = [s.encode() for s in items]
+    offsets = np.zeros(len(encoded) + 1, np.int32)
+    offsets[1:] = np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)))
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets),
+                                                             pa.py_buffer(b"".join(encoded))])
 
 
 def _strings(offsets: np.ndarray, data: np.ndarray, valid, n: int) -> pa.Array:
-    validity = None
-    null_count = 0
-    if valid is not None and not valid.all():
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-        null_count = int(n - valid.sum())
-    return pa.Array.from_buffers(pa.large_string(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
-                                 null_count=null_count)
-
-
-def _nullable(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    return pa.array(values, type_, mask=values < 0)
+    bitmap, nulls = _validity(valid)
+    return pa.Array.from_buffers(pa.large_string(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=nulls)

@@ -4,6 +4,8 @@
 
 pub mod rows;
 pub mod streams;
+#[cfg(test)]
+mod tests;
 
 use std::io::Read;
 use std::net::SocketAddr;

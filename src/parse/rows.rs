@@ -6,6 +6,7 @@
 //! values never reach a row: only keys, fields and lengths do.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -28,7 +29,7 @@ pub struct RowBatch {
     pub field_offsets: Vec<i64>,
     pub field_data: Vec<u8>,
     pub field_valid: Vec<bool>,
-    pub value_size: Vec<i64>,
+    pub value_size: Vec<i32>,
     pub found: Vec<i8>,
     pub latency_ns: Vec<i64>,
 }
@@ -36,6 +37,29 @@ pub struct RowBatch {
 impl RowBatch {
     fn new() -> RowBatch {
         RowBatch { key_offsets: vec![0], field_offsets: vec![0], ..RowBatch::default() }
+    }
+
+    /// An empty batch with room for `rows` rows and the given string bytes, so that filling it never moves
+    /// what it holds (growing a column of a million rows by doubling copies it, and faults in fresh pages).
+    fn with_capacity(rows: usize, key_bytes: usize, field_bytes: usize) -> RowBatch {
+        let mut b = RowBatch {
+            ts_ns: Vec::with_capacity(rows),
+            conn: Vec::with_capacity(rows),
+            req: Vec::with_capacity(rows),
+            op: Vec::with_capacity(rows),
+            cmd: Vec::with_capacity(rows),
+            key_offsets: Vec::with_capacity(rows + 1),
+            key_data: Vec::with_capacity(key_bytes),
+            field_offsets: Vec::with_capacity(rows + 1),
+            field_data: Vec::with_capacity(field_bytes),
+            field_valid: Vec::with_capacity(rows),
+            value_size: Vec::with_capacity(rows),
+            found: Vec::with_capacity(rows),
+            latency_ns: Vec::with_capacity(rows),
+        };
+        b.key_offsets.push(0);
+        b.field_offsets.push(0);
+        b
     }
 
     pub fn len(&self) -> usize {
@@ -50,15 +74,21 @@ impl RowBatch {
 /// A row's reply-derived values.
 #[derive(Clone, Copy)]
 struct Outcome {
-    value_size: i64,
+    value_size: i32,
     found: i8,
 }
 
 const UNKNOWN: Outcome = Outcome { value_size: -1, found: -1 };
 
+/// A length as the trace's int32 `value_size`. Redis refuses bulk strings over 512 MiB (and the RESP limits
+/// with it), so the cap is never reached by real traffic.
+fn size(len: usize) -> i32 {
+    i32::try_from(len).unwrap_or(i32::MAX)
+}
+
 fn looked_up(len: Option<u32>) -> Outcome {
     match len {
-        Some(n) => Outcome { value_size: i64::from(n), found: 1 },
+        Some(n) => Outcome { value_size: size(n as usize), found: 1 },
         None => Outcome { value_size: -1, found: 0 },
     }
 }
@@ -77,6 +107,9 @@ pub struct RowStats {
 
 pub struct RowBuilder {
     batch: RowBatch,
+    /// The current key as it goes into the trace (as text, or anonymized): made once per key of a command,
+    /// copied into each of its rows.
+    key: Vec<u8>,
     cmd_names: Vec<String>,
     cmd_index: BTreeMap<Vec<u8>, u16>,
     anonymize_salt: Option<u64>,
@@ -87,6 +120,7 @@ impl RowBuilder {
     pub fn new(anonymize_salt: Option<u64>) -> RowBuilder {
         RowBuilder {
             batch: RowBatch::new(),
+            key: Vec::new(),
             cmd_names: Vec::new(),
             cmd_index: BTreeMap::new(),
             anonymize_salt,
@@ -98,8 +132,13 @@ impl RowBuilder {
         self.batch.len()
     }
 
+    /// The rows so far; the next batch starts with room for as many (and some slack, since a batch ends
+    /// after the command that reaches the caller's row count).
     pub fn take(&mut self) -> RowBatch {
-        std::mem::replace(&mut self.batch, RowBatch::new())
+        let b = &self.batch;
+        let room = |n: usize| n + n / 16 + 1024;
+        let next = RowBatch::with_capacity(room(b.len()), room(b.key_data.len()), room(b.field_data.len()));
+        std::mem::replace(&mut self.batch, next)
     }
 
     pub fn cmd_names(&self) -> &[String] {
@@ -130,14 +169,30 @@ impl RowBuilder {
         }
         let cmd = self.cmd_code(&upper);
         let latency = c.reply_ts_ns.map_or(-1, |r| (r - c.ts_ns).max(0));
-        let row = Row { ts: c.ts_ns, conn, req, cmd, latency };
         match info.op {
-            Op::Read => self.push_reads(row, info.shape, &args, &c.reply),
-            Op::Write | Op::Delete => {
-                self.push_changes(row, info.op, info.shape, &args, value_arg(&upper), c.elided_args > 0)
-            }
+            Op::Read => self.push_reads(info.shape, &args, &c.reply),
+            Op::Write | Op::Delete => self.push_changes(info.shape, &args, value_arg(&upper), c.elided_args > 0),
             Op::Other => unreachable!("returned above"),
         }
+        let op = match info.op {
+            Op::Read => OP_READ,
+            Op::Write => OP_WRITE,
+            _ => OP_DELETE,
+        };
+        self.fill_command_columns(Row { ts: c.ts_ns, conn, req, op, cmd, latency });
+    }
+
+    /// The columns all rows of a command share, filled in once its rows are pushed (a fill of n equal
+    /// values is much cheaper than n pushes).
+    fn fill_command_columns(&mut self, row: Row) {
+        let b = &mut self.batch;
+        let n = b.field_valid.len();
+        b.ts_ns.resize(n, row.ts);
+        b.conn.resize(n, row.conn);
+        b.req.resize(n, row.req);
+        b.op.resize(n, row.op);
+        b.cmd.resize(n, row.cmd);
+        b.latency_ns.resize(n, row.latency);
     }
 
     fn cmd_code(&mut self, upper: &[u8]) -> u16 {
@@ -150,68 +205,95 @@ impl RowBuilder {
         code
     }
 
-    fn push_reads(&mut self, row: Row, shape: Shape, args: &[&[u8]], reply: &Reply) {
+    fn push_reads(&mut self, shape: Shape, args: &[&[u8]], reply: &Reply) {
         match shape {
             Shape::KeyFields => {
                 let fields = &args[1..];
-                let outcomes = element_outcomes(reply, fields.len());
-                for (f, o) in fields.iter().zip(outcomes) {
-                    self.push(row, OP_READ, args[0], Some(f), o);
+                self.set_key(args[0]);
+                for (i, f) in fields.iter().enumerate() {
+                    self.push(Some(f), element_outcome(reply, fields.len(), i));
                 }
             }
             Shape::Keys => {
-                let outcomes = element_outcomes(reply, args.len());
-                for (k, o) in args.iter().zip(outcomes) {
-                    self.push(row, OP_READ, k, None, o);
+                for (i, k) in args.iter().enumerate() {
+                    self.set_key(k);
+                    self.push(None, element_outcome(reply, args.len(), i));
                 }
             }
             // HGETALL: a row per field the reply holds; a missing key (empty reply) is one row, not found.
-            _ => match reply {
-                Reply::Map { fields, value_lens } if !value_lens.is_empty() => {
-                    for (f, &len) in fields.iter().zip(value_lens.iter()) {
-                        self.push(row, OP_READ, args[0], Some(f), looked_up(len));
+            _ => {
+                self.set_key(args[0]);
+                match reply {
+                    Reply::Map { fields, value_lens } if !value_lens.is_empty() => {
+                        for (f, &len) in fields.iter().zip(value_lens.iter()) {
+                            self.push(Some(f), looked_up(len));
+                        }
                     }
+                    Reply::Map { .. } | Reply::Nil => self.push(None, Outcome { value_size: -1, found: 0 }),
+                    Reply::Bulk { len } => self.push(None, looked_up(Some(*len))),
+                    _ => self.push(None, UNKNOWN),
                 }
-                Reply::Map { .. } | Reply::Nil => {
-                    self.push(row, OP_READ, args[0], None, Outcome { value_size: -1, found: 0 })
-                }
-                Reply::Bulk { len } => self.push(row, OP_READ, args[0], None, looked_up(Some(*len))),
-                _ => self.push(row, OP_READ, args[0], None, UNKNOWN),
-            },
+            }
         }
     }
 
     /// `value_at`: for a key-then-arguments command, which argument is the value written (if any). `elided`:
     /// some arguments were too long to store and came out empty, so an empty value's size is unknown.
-    fn push_changes(&mut self, row: Row, op: Op, shape: Shape, args: &[&[u8]], value_at: Option<usize>, elided: bool) {
-        let code = if op == Op::Write { OP_WRITE } else { OP_DELETE };
-        let size = |v: &[u8]| if v.is_empty() && elided { -1 } else { v.len() as i64 };
-        let sent = |value: Option<&&[u8]>| Outcome { value_size: value.map_or(-1, |v| size(v)), found: -1 };
+    fn push_changes(&mut self, shape: Shape, args: &[&[u8]], value_at: Option<usize>, elided: bool) {
+        let written = |v: &[u8]| if v.is_empty() && elided { -1 } else { size(v.len()) };
+        let sent = |value: Option<&&[u8]>| Outcome { value_size: value.map_or(-1, |v| written(v)), found: -1 };
         match shape {
-            Shape::Key => self.push(row, code, args[0], None, UNKNOWN),
-            Shape::KeyThenArgs => self.push(row, code, args[0], None, sent(value_at.and_then(|i| args.get(i)))),
-            Shape::Keys => args.iter().for_each(|k| self.push(row, code, k, None, UNKNOWN)),
-            Shape::KeyValuePairs => args.chunks(2).for_each(|kv| self.push(row, code, kv[0], None, sent(kv.get(1)))),
-            Shape::KeyFields => args[1..].iter().for_each(|f| self.push(row, code, args[0], Some(f), UNKNOWN)),
-            Shape::KeyFieldValuePairs => {
-                args[1..].chunks(2).for_each(|fv| self.push(row, code, args[0], Some(fv[0]), sent(fv.get(1))))
+            Shape::Key => {
+                self.set_key(args[0]);
+                self.push(None, UNKNOWN);
             }
-            Shape::KeyFieldArg => self.push(row, code, args[0], Some(args[1]), UNKNOWN),
+            Shape::KeyThenArgs => {
+                self.set_key(args[0]);
+                self.push(None, sent(value_at.and_then(|i| args.get(i))));
+            }
+            Shape::Keys => {
+                for k in args {
+                    self.set_key(k);
+                    self.push(None, UNKNOWN);
+                }
+            }
+            Shape::KeyValuePairs => {
+                for kv in args.chunks(2) {
+                    self.set_key(kv[0]);
+                    self.push(None, sent(kv.get(1)));
+                }
+            }
+            Shape::KeyFields => {
+                self.set_key(args[0]);
+                args[1..].iter().for_each(|f| self.push(Some(f), UNKNOWN));
+            }
+            Shape::KeyFieldValuePairs => {
+                self.set_key(args[0]);
+                args[1..].chunks(2).for_each(|fv| self.push(Some(fv[0]), sent(fv.get(1))));
+            }
+            Shape::KeyFieldArg => {
+                self.set_key(args[0]);
+                self.push(Some(args[1]), UNKNOWN);
+            }
             Shape::NoKeys => {}
         }
     }
 
-    fn push(&mut self, row: Row, op: u8, key: &[u8], field: Option<&[u8]>, o: Outcome) {
-        let b = &mut self.batch;
-        b.ts_ns.push(row.ts);
-        b.conn.push(row.conn);
-        b.req.push(row.req);
-        b.op.push(op);
-        b.cmd.push(row.cmd);
+    /// Makes `key` the key of the rows pushed next.
+    fn set_key(&mut self, key: &[u8]) {
+        self.key.clear();
         match self.anonymize_salt {
-            Some(salt) => b.key_data.extend_from_slice(format!("{:016x}", xxh3_64_with_seed(key, salt)).as_bytes()),
-            None => push_text(&mut b.key_data, key),
+            Some(salt) => {
+                let _ = write!(self.key, "{:016x}", xxh3_64_with_seed(key, salt));
+            }
+            None => push_text(&mut self.key, key),
         }
+    }
+
+    /// One row of the key set last (`set_key`): its own columns; `fill_command_columns` does the rest.
+    fn push(&mut self, field: Option<&[u8]>, o: Outcome) {
+        let b = &mut self.batch;
+        b.key_data.extend_from_slice(&self.key);
         b.key_offsets.push(b.key_data.len() as i64);
         if let Some(f) = field {
             push_text(&mut b.field_data, f);
@@ -220,7 +302,6 @@ impl RowBuilder {
         b.field_valid.push(field.is_some());
         b.value_size.push(o.value_size);
         b.found.push(o.found);
-        b.latency_ns.push(row.latency);
         self.stats.rows += 1;
     }
 }
@@ -230,6 +311,7 @@ struct Row {
     ts: i64,
     conn: u32,
     req: u64,
+    op: u8,
     cmd: u16,
     latency: i64,
 }
@@ -244,21 +326,23 @@ fn value_arg(upper_name: &[u8]) -> Option<usize> {
     }
 }
 
-/// Per-element outcomes of an array reply for `n` lookups; unknown when the reply is not such an array.
-fn element_outcomes<'r>(reply: &'r Reply, n: usize) -> Box<dyn Iterator<Item = Outcome> + 'r> {
+/// The outcome of lookup `i` of `n` from an array reply; unknown when the reply is not such an array.
+#[inline]
+fn element_outcome(reply: &Reply, n: usize, i: usize) -> Outcome {
     match reply {
-        Reply::Array(lens) if lens.len() == n => Box::new(lens.iter().map(|&l| looked_up(l))),
+        Reply::Array(lens) if lens.len() == n => looked_up(lens[i]),
         // HGET and GET answer with one bulk or nil.
-        Reply::Bulk { len } if n == 1 => Box::new(std::iter::once(looked_up(Some(*len)))),
-        Reply::Nil if n == 1 => Box::new(std::iter::once(looked_up(None))),
-        _ => Box::new(std::iter::repeat_n(UNKNOWN, n)),
+        Reply::Bulk { len } if n == 1 => looked_up(Some(*len)),
+        Reply::Nil if n == 1 => looked_up(None),
+        _ => UNKNOWN,
     }
 }
 
 /// Keys and fields as text: valid UTF-8 as it is, anything else with its non-ASCII bytes as `\xHH` (and
 /// backslashes doubled) so that the Parquet string column stays valid and the bytes can be read back.
 fn push_text(out: &mut Vec<u8>, bytes: &[u8]) {
-    if std::str::from_utf8(bytes).is_ok() {
+    // Keys and fields are ASCII nearly always, and short: the word-at-a-time ASCII test is the fast path.
+    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
         out.extend_from_slice(bytes);
         return;
     }
