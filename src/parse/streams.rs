@@ -246,7 +246,7 @@ mod tests {
     }
 
     /// (conn, key, field, value_size, found, latency) of every row.
-    fn read_all(p: &mut StreamParser<&[u8]>) -> Vec<(u32, String, String, i64, i8, i64)> {
+    fn read_all(p: &mut StreamParser<&[u8]>) -> Vec<(u32, String, String, i32, i8, i64)> {
         let mut out = Vec::new();
         while let Some(b) = p.next_batch(1).unwrap() {
             for i in 0..b.len() {
