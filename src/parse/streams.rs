@@ -276,7 +276,7 @@ mod tests {
         let rows = read_all(&mut p);
         assert_eq!(rows.len(), 2 * n);
         for (i, pair) in rows.chunks(2).enumerate() {
-            assert_eq!(pair[0], (3, format!("st_{i}"), "a".into(), (i % 300) as i64, 1, -1));
+            assert_eq!(pair[0], (3, format!("st_{i}"), "a".into(), (i % 300) as i32, 1, -1));
             assert_eq!(pair[1], (3, format!("st_{i}"), "b".into(), -1, 0, -1));
         }
         let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
