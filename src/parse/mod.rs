@@ -146,20 +146,10 @@ impl<R: Read> CaptureParser<R> {
             ("gaps", r.gaps),
             ("gap_bytes", r.gap_bytes),
             ("reassembly_limit_hits", r.pending_bytes_limit_hits + r.holes_limit_hits + r.memcap_hits + r.connection_limit_hits),
-            ("commands", rows.commands),
-            ("rows", rows.rows),
-            ("unknown_replies", resp.unknown_replies),
-            ("damaged_commands", resp.damaged_commands),
-            ("unknown_commands", rows.unknown_commands),
-            ("malformed_commands", rows.malformed_commands),
-            ("redacted_args", resp.redacted_args),
-            ("invalid_requests", resp.invalid_requests),
-            ("invalid_replies", resp.invalid_replies),
-            ("resyncs", resp.request_resyncs + resp.reply_resyncs),
-            ("skipped_bytes", resp.request_skipped_bytes + resp.reply_skipped_bytes),
-            ("unpaired_replies", resp.unpaired_replies),
-            ("contradictions", resp.contradictions),
         ]
+        .into_iter()
+        .chain(command_counters(&resp, rows))
+        .collect()
     }
 }
 
@@ -207,6 +197,25 @@ impl StreamSink for Sink {
     fn on_close(&mut self, conn: u32, _ts_ns: i64) {
         self.close(conn);
     }
+}
+
+/// The counters of the RESP and rows stages, shared by every parser (capture or tcpflow streams).
+pub(crate) fn command_counters(resp: &RespStats, rows: &RowStats) -> Vec<(&'static str, u64)> {
+    vec![
+        ("commands", rows.commands),
+        ("rows", rows.rows),
+        ("unknown_replies", resp.unknown_replies),
+        ("damaged_commands", resp.damaged_commands),
+        ("unknown_commands", rows.unknown_commands),
+        ("malformed_commands", rows.malformed_commands),
+        ("redacted_args", resp.redacted_args),
+        ("invalid_requests", resp.invalid_requests),
+        ("invalid_replies", resp.invalid_replies),
+        ("resyncs", resp.request_resyncs + resp.reply_resyncs),
+        ("skipped_bytes", resp.request_skipped_bytes + resp.reply_skipped_bytes),
+        ("unpaired_replies", resp.unpaired_replies),
+        ("contradictions", resp.contradictions),
+    ]
 }
 
 fn add_resp(total: &mut RespStats, s: &RespStats) {

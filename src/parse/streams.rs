@@ -211,20 +211,10 @@ impl<R: Read> StreamParser<R> {
             ("bytes", bytes),
             ("connections", self.connections),
             ("mid_stream_connections", self.mid_stream),
-            ("commands", rows.commands),
-            ("rows", rows.rows),
-            ("unknown_replies", resp.unknown_replies),
-            ("damaged_commands", resp.damaged_commands),
-            ("unknown_commands", rows.unknown_commands),
-            ("malformed_commands", rows.malformed_commands),
-            ("redacted_args", resp.redacted_args),
-            ("invalid_requests", resp.invalid_requests),
-            ("invalid_replies", resp.invalid_replies),
-            ("resyncs", resp.request_resyncs + resp.reply_resyncs),
-            ("skipped_bytes", resp.request_skipped_bytes + resp.reply_skipped_bytes),
-            ("unpaired_replies", resp.unpaired_replies),
-            ("contradictions", resp.contradictions),
         ]
+        .into_iter()
+        .chain(super::command_counters(&resp, rows))
+        .collect()
     }
 }
 

@@ -60,13 +60,7 @@ impl Policy for Clock {
     }
 
     fn remove(&mut self, key: u64) -> bool {
-        match self.ring.index.get(&key) {
-            Some(&n) => {
-                self.ring.remove_node(n);
-                true
-            }
-            None => false,
-        }
+        self.ring.remove_key(key)
     }
 
     fn len(&self) -> usize {

@@ -44,13 +44,7 @@ impl Policy for Fifo {
     }
 
     fn remove(&mut self, key: u64) -> bool {
-        match self.ring.index.get(&key) {
-            Some(&n) => {
-                self.ring.remove_node(n);
-                true
-            }
-            None => false,
-        }
+        self.ring.remove_key(key)
     }
 
     fn len(&self) -> usize {

@@ -106,6 +106,17 @@ impl Ring {
 
     /// Takes `n` off the ring, out of the index and out of the used capacity, and recycles its node.
     #[inline]
+    /// Takes `key` out if it is resident; true if it was.
+    pub fn remove_key(&mut self, key: u64) -> bool {
+        match self.index.get(&key) {
+            Some(&n) => {
+                self.remove_node(n);
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn remove_node(&mut self, n: u32) {
         let Node { key, size, prev, next, .. } = self.nodes[n as usize];
         if next == n {
