@@ -91,8 +91,8 @@ impl TextReader {
 
 #[pyclass(module = "cachescope._native")]
 struct CaptureParser {
-    // Parsed on a thread of its own, one batch ahead (see `parse::ahead`). The capture reader reads in
-    // blocks of its own (1 MiB): a BufReader in between would only copy.
+    // Parsed on a thread of its own, one batch ahead (see `parse::ahead`), from a file read ahead on a third
+    // (`capture::ReadAhead`; the reader takes its 1 MiB blocks, a BufReader in between would only copy).
     inner: parse::ParseAhead,
 }
 
@@ -103,6 +103,7 @@ impl CaptureParser {
     fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>) -> PyResult<Self> {
         let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
+        let file = crate::capture::ReadAhead::new(file);
         let parser = parse::CaptureParser::new(file, path, &config).map_err(trace_err)?;
         Ok(CaptureParser { inner: parse::ParseAhead::new(parser) })
     }
