@@ -1,18 +1,23 @@
-"""The capture `bench_parse.py` parses: real feature-store traffic to a real redis-server, recorded by tcpdump on
-loopback, generated once and cached under bench/data/; and its 4x-longer twin for the memory check.
+"""The captures `bench_parse.py` parses: real feature-store traffic to a real redis-server, recorded by tcpdump,
+generated once and cached under bench/data/; and their 4x-longer twins for the memory check.
 
-Recording (`record`): a redis-server on a free port of 127.0.0.1 and `tcpdump -i lo -s 0 -B 65536 -w FILE port P`
-(the integration harness's `RedisServer` and `Tcpdump`, tests/integration/servers.py). One connection loads
-ENTITIES hashes `st_<n>`, each holding 60-100 of the 100 features (field = decimal xxHash32 of the feature name,
-as the feature store writes them) with binary values of 10-500 bytes, log-uniform (mean ~125 bytes), in pipelined
-HSETs. Then CONNECTIONS redis-py connections (RESP2, one thread each) send pipelines of PIPELINE commands: HMGETs
-of 10-100 features of an entity (about 1 in 50 of an entity that does not exist, so replies carry nils besides the
-features an entity lacks) and, 1 in 20, an HSET of 1-10 fields with new values. They stop once the capture file
-holds `size_mb` MB. Loopback's MTU is 64 KiB, so replies travel in segments of up to 64 KiB, as in the DESIGN's
-tcpflow anchor (a 273 MB loopback capture). The capture must have no kernel drops: a drop is a hole in a stream.
+Recording (`record`): a redis-server and `tcpdump -i lo -s 0 -B 65536 -w FILE port P` (the integration harness's
+`RedisServer` and `Tcpdump`, tests/integration/servers.py), either on the host's loopback (a free port of
+127.0.0.1; MTU 64 KiB, so replies travel in segments of up to 64 KiB, as in the DESIGN's tcpflow anchor, a
+273 MB loopback capture) or, with `mtu=1500`, inside a fresh network namespace whose loopback has MTU 1500 and
+no segmentation offloads (the harness's `Netns`; port 6379), so TCP sends real ~1448-byte segments as on a
+production network. The traffic (`traffic`, run in a child process, inside the namespace if there is one): one
+connection loads ENTITIES hashes `st_<n>`, each holding 60-100 of the 100 features (field = decimal xxHash32 of
+the feature name, as the feature store writes them) with binary values of 10-500 bytes, log-uniform (mean ~125
+bytes), in pipelined HSETs. Then CONNECTIONS redis-py connections (RESP2, one thread each) send pipelines of
+PIPELINE commands: HMGETs of 10-100 features of an entity (about 1 in 50 of an entity that does not exist, so
+replies carry nils besides the features an entity lacks) and, 1 in 20, an HSET of 1-10 fields with new values.
+They stop once the capture file holds `size_mb` MB. The capture must have no kernel drops: a drop is a hole in
+a stream.
 
 The driver counts what it sent (HMGETs, HSETs, fields asked, fields written) into a JSON sidecar next to the
-capture, with the server port and tcpdump's counters; the benchmark checks the parsers against those counts.
+capture, with the server port, the MTU and tcpdump's counters; the benchmark checks the parsers against those
+counts.
 
 Longer twin (`concatenate`): the capture written `copies` times back to back, each copy shifted in time past
 the end of the previous one and with its client ports renumbered, so every copy's connections are new ones
