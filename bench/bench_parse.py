@@ -11,8 +11,8 @@ subprocess with the capture in the page cache:
                written: pcap reading, TCP reassembly, RESP parsing and pairing, rows as Arrow record batches.
   tcpflow      `tcpflow -r CAPTURE -o DIR port P`: TCP reassembly only, each flow's bytes written to a file;
                no RESP, no timestamps. The DESIGN's anchor.
-  reference    bench/reference_parse.py: dpkt + in-order reassembly + hiredis, pairing requests with replies,
-               the same rows as tuples (not kept).
+  reference    bench/reference_parse.py: dpkt + reassembly (segments beyond a hole held until it is filled) +
+               hiredis, pairing requests with replies, the same rows as tuples (not kept).
 Then parse.py and CaptureRows once more on each capture written 4 times back to back (4x the traffic, new
 connections each time): their peak memory must not grow with the capture.
 
@@ -24,10 +24,10 @@ for every contender); `growth` (the two Python workers only) is the growth of pe
 VmHWM reset with /proc/self/clear_refs just before it, read right after it, minus the RSS at the reset, so
 the interpreter and imported libraries do not count.
 
-Checks: cachescope's command count must equal the reference's, up to the commands the reference cannot
-handle (flows with a hole; none on this capture); rows, reads, writes, nils, value bytes and the sums of
-timestamps and latencies must then agree too, and the rows must match what the traffic driver sent. Any
-difference prints a loud block and exits 1.
+Checks, on each capture: the reference must have filled every hole, cachescope's command count must equal
+the reference's, up to the commands the reference left unanswered (none on these captures); rows, reads,
+writes, nils, value bytes and the sums of timestamps and latencies must then agree too, and the rows must match
+what the traffic driver sent. Any difference prints a loud block and exits 1.
 """
 import argparse, gc, importlib.metadata, json, os, platform, re, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
