@@ -1,17 +1,19 @@
 """Parsing a packet capture into a trace, side by side: cachescope vs tcpflow and a Python reference parser.
 
-One capture of real feature-store traffic (redis-server + tcpdump on loopback, see parse_capture.py; recorded
-once, cached under bench/data/) is parsed by each contender, each run in a fresh subprocess with the capture in
-the page cache:
+Two captures of the same real feature-store traffic (redis-server + tcpdump, see parse_capture.py; recorded
+once, cached under bench/data/): one on the host's loopback (MTU 64 KiB: replies in segments of up to 64 KiB),
+one in a network namespace whose loopback has MTU 1500 and no segmentation offloads (~1448-byte segments, ten
+times the packets, as on a production network). Each is parsed by each contender, each run in a fresh
+subprocess with the capture in the page cache:
   parse.py     `python parse.py CAPTURE -o OUT.parquet --port P --no-progress`: the whole command, Python
                start-up and Parquet writing (zstd) included; wall time from the outside.
   CaptureRows  `cachescope.parse.capture_source.CaptureRows(...).record_batches()` iterated to the end, nothing
                written: pcap reading, TCP reassembly, RESP parsing and pairing, rows as Arrow record batches.
   tcpflow      `tcpflow -r CAPTURE -o DIR port P`: TCP reassembly only, each flow's bytes written to a file;
                no RESP, no timestamps. The DESIGN's anchor.
-  reference    bench/reference_parse.py: dpkt + in-order reassembly + hiredis, pairing requests with replies,
-               the same rows as tuples (not kept).
-Then parse.py and CaptureRows once more on the capture written 4 times back to back (4x the traffic, new
+  reference    bench/reference_parse.py: dpkt + reassembly (segments beyond a hole held until it is filled) +
+               hiredis, pairing requests with replies, the same rows as tuples (not kept).
+Then parse.py and CaptureRows once more on each capture written 4 times back to back (4x the traffic, new
 connections each time): their peak memory must not grow with the capture.
 
 Time: `wall s` (MB/s = capture bytes / wall s) and `CPU s`, user + system time of all threads: of the whole
@@ -22,10 +24,10 @@ for every contender); `growth` (the two Python workers only) is the growth of pe
 VmHWM reset with /proc/self/clear_refs just before it, read right after it, minus the RSS at the reset, so
 the interpreter and imported libraries do not count.
 
-Checks: cachescope's command count must equal the reference's, up to the commands the reference cannot
-handle (flows with a hole; none on this capture); rows, reads, writes, nils, value bytes and the sums of
-timestamps and latencies must then agree too, and the rows must match what the traffic driver sent. Any
-difference prints a loud block and exits 1.
+Checks, on each capture: the reference must have filled every hole, cachescope's command count must equal
+the reference's, up to the commands the reference left unanswered (none on these captures); rows, reads,
+writes, nils, value bytes and the sums of timestamps and latencies must then agree too, and the rows must match
+what the traffic driver sent. Any difference prints a loud block and exits 1.
 """
 import argparse, gc, importlib.metadata, json, os, platform, re, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -256,9 +258,50 @@ def print_agreement(res, trace, meta):
         print(f"  {k:<12} cachescope {trace[k]:>,}   reference {ref[k]:>,}   {verdict}")
 
 
+MTU_LABEL = {parse_capture.LOOPBACK_MTU: "loopback, MTU 64 KiB: segments of up to 64 KiB",
+             1500: "network namespace, loopback at MTU 1500, offloads off: ~1448-byte segments"}
+
+
+def bench_capture(a, mtu, tmp):
+    """Every contender on the capture of this MTU (recorded first if needed): prints its table, ratios,
+    memory and agreement; returns its results."""
+    capture, meta = parse_capture.cached(HERE / "data", a.size_mb, a.seed, mtu)
+    port, size = meta["port"], capture.stat().st_size
+    longer = capture.with_name(f"{capture.stem}_x{COPIES}.pcap")
+    parse_capture.concatenate(capture, longer, COPIES, port)
+    print(f"\n=== {capture.relative_to(ROOT)}, {size / 1e6:.1f} MB, {meta['tcpdump']['captured']:,} packets, "
+          f"{meta['connections']} connections to redis-server port {port} ({MTU_LABEL[meta['mtu']]})")
+    res, trace, startup, longer_runs = measure(a, capture, longer, port, tmp)
+
+    print_table(res, size)
+    print(f"  parse.py --help alone (Python start-up and imports): {startup:.2f} s")
+    ratios = {f"{c}/{o}": res[other]["wall_s"] / res[ours]["wall_s"]
+              for c, ours in (("parse.py", PARSE_PY), ("CaptureRows", ROWS))
+              for o, other in (("tcpflow", TCPFLOW), ("reference", REFERENCE))}
+    print()
+    for k, v in ratios.items():
+        print(f"  cachescope {k + ':':<24}{v:>6.2f}x (MB/s over MB/s)")
+    bounded = print_memory(res, longer_runs, longer.stat().st_size)
+    print_agreement(res, trace, meta)
+    verdict = {k: ratios[k] > 1 for k in ("CaptureRows/tcpflow", "parse.py/tcpflow")}
+    return {"capture": {"path": str(capture.relative_to(ROOT)), "bytes": size, **meta},
+            "contenders": res, "ratios": ratios, "cachescope_trace": trace, "startup_s": startup,
+            "longer": {"bytes": longer.stat().st_size, "copies": COPIES, "runs": longer_runs},
+            "target": {"faster_than_tcpflow": verdict, "memory_bounded": bounded},
+            "problems": checks(res, trace, meta, longer_runs)}
+
+
+def print_target(name, r):
+    ratios, verdict, bounded = r["ratios"], r["target"]["faster_than_tcpflow"], r["target"]["memory_bounded"]
+    print(f"  {name}: CaptureRows {ratios['CaptureRows/tcpflow']:.2f}x "
+          f"{'PASS' if verdict['CaptureRows/tcpflow'] else 'FAIL'}, parse.py with Parquet "
+          f"{ratios['parse.py/tcpflow']:.2f}x {'PASS' if verdict['parse.py/tcpflow'] else 'FAIL'}; "
+          f"memory x{COPIES} {'bounded PASS' if bounded else 'GROWS FAIL'} (x{COPIES} peak < {BOUNDED:g}x the capture's)")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--size-mb", type=float, default=270, help="size of the capture to record (MB, default 270)")
+    p.add_argument("--size-mb", type=float, default=270, help="size of the captures to record (MB, default 270)")
     p.add_argument("--seed", type=int, default=parse_capture.SEED)
     p.add_argument("--repeat", type=int, default=3, help="best of N for cachescope and tcpflow (default 3)")
     p.add_argument("--reference-repeat", type=int, default=1, help="best of N for the reference (default 1)")
@@ -272,49 +315,24 @@ def main():
     if shutil.which("tcpflow") is None:
         raise SystemExit("tcpflow is missing: apt-get install tcpflow")
 
-    capture, meta = parse_capture.cached(HERE / "data", a.size_mb, a.seed)
-    port, size = meta["port"], capture.stat().st_size
-    longer = capture.with_name(f"{capture.stem}_x{COPIES}.pcap")
-    parse_capture.concatenate(capture, longer, COPIES, port)
     m = machine()
-    print(f"parse a capture: {capture.relative_to(ROOT)}, {size / 1e6:.1f} MB, {meta['tcpdump']['captured']:,} "
-          f"packets, {meta['connections']} connections to redis-server port {port} (loopback, MTU 64 KiB)")
     print(f"machine: {m['cpu']}, {m['nproc']} CPUs, load {m['load']:.1f}, Linux {m['kernel']}, Python {m['python']}, "
           f"{m['tcpflow']}, dpkt {m['dpkt']}, hiredis {m['hiredis']}, pyarrow {m['pyarrow']}")
     tmp = Path(tempfile.mkdtemp(prefix="bench_parse_"))
     try:
-        res, trace, startup, longer_runs = measure(a, capture, longer, port, tmp)
+        results = {name: bench_capture(a, mtu, tmp) for name, mtu in (("loopback", parse_capture.LOOPBACK_MTU),
+                                                                       ("mtu1500", 1500))}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print_table(res, size)
-    print(f"  parse.py --help alone (Python start-up and imports): {startup:.2f} s")
-    ratios = {f"{c}/{o}": res[other]["wall_s"] / res[ours]["wall_s"]
-              for c, ours in (("parse.py", PARSE_PY), ("CaptureRows", ROWS))
-              for o, other in (("tcpflow", TCPFLOW), ("reference", REFERENCE))}
-    print()
-    for k, v in ratios.items():
-        print(f"  cachescope {k + ':':<24}{v:>6.2f}x (MB/s over MB/s)")
-    bounded = print_memory(res, longer_runs, longer.stat().st_size)
-    print_agreement(res, trace, meta)
-    problems = checks(res, trace, meta, longer_runs)
-
-    verdict = {k: ratios[k] > 1 for k in ("CaptureRows/tcpflow", "parse.py/tcpflow")}
-    print(f"\ntarget (DESIGN.md): faster than tcpflow, memory bounded: CaptureRows "
-          f"{ratios['CaptureRows/tcpflow']:.2f}x {'PASS' if verdict['CaptureRows/tcpflow'] else 'FAIL'}, parse.py "
-          f"with Parquet {ratios['parse.py/tcpflow']:.2f}x {'PASS' if verdict['parse.py/tcpflow'] else 'FAIL'}; "
-          f"memory x{COPIES} {'bounded PASS' if bounded else 'GROWS FAIL'} "
-          f"(x{COPIES} peak < {BOUNDED:g}x the capture's)")
-
+    print("\ntarget (DESIGN.md): faster than tcpflow, memory bounded")
+    for name, r in results.items():
+        print_target(name, r)
     out = HERE / "results" / "parse.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "parse", "capture": {"path": str(capture.relative_to(ROOT)), "bytes": size, **meta},
-        "machine": m, "contenders": res, "ratios": ratios, "cachescope_trace": trace, "startup_s": startup,
-        "longer": {"bytes": longer.stat().st_size, "copies": COPIES, "runs": longer_runs},
-        "target": {"faster_than_tcpflow": verdict, "memory_bounded": bounded}, "problems": problems},
-        indent=2, default=str) + "\n")
+    out.write_text(json.dumps({"benchmark": "parse", "machine": m, "captures": results}, indent=2, default=str) + "\n")
     print(f"results: {out.relative_to(ROOT)}")
+    problems = [f"{name}: {x}" for name, r in results.items() for x in r["problems"]]
     if problems:
         print("\n" + "!" * 72 + "\n!!! PARSERS DISAGREE:\n" + "".join(f"!!!   {x}\n" for x in problems) + "!" * 72,
               flush=True)
@@ -330,6 +348,9 @@ def checks(res, trace, meta, longer_runs):
         out.append(f"parse.py ({ps['commands']} commands, {ps['rows']} rows, {trace['rows']} in its trace) and "
                    f"CaptureRows ({rows['commands']}, {rows['rows']}) differ")
     unsupported = ref["stats"]["unsupported"]
+    if ref["stats"]["broken_flows"]:
+        out.append(f"the reference found {ref['stats']['broken_flows']} flows with a hole never filled: it read "
+                   f"only what came before the hole")
     if abs(ps["commands"] - ref["commands"]) > unsupported:
         out.append(f"commands: cachescope {ps['commands']}, reference {ref['commands']} (+{unsupported} unsupported)")
     if unsupported == 0:

@@ -1,18 +1,23 @@
-"""The capture `bench_parse.py` parses: real feature-store traffic to a real redis-server, recorded by tcpdump on
-loopback, generated once and cached under bench/data/; and its 4x-longer twin for the memory check.
+"""The captures `bench_parse.py` parses: real feature-store traffic to a real redis-server, recorded by tcpdump,
+generated once and cached under bench/data/; and their 4x-longer twins for the memory check.
 
-Recording (`record`): a redis-server on a free port of 127.0.0.1 and `tcpdump -i lo -s 0 -B 65536 -w FILE port P`
-(the integration harness's `RedisServer` and `Tcpdump`, tests/integration/servers.py). One connection loads
-ENTITIES hashes `st_<n>`, each holding 60-100 of the 100 features (field = decimal xxHash32 of the feature name,
-as the feature store writes them) with binary values of 10-500 bytes, log-uniform (mean ~125 bytes), in pipelined
-HSETs. Then CONNECTIONS redis-py connections (RESP2, one thread each) send pipelines of PIPELINE commands: HMGETs
-of 10-100 features of an entity (about 1 in 50 of an entity that does not exist, so replies carry nils besides the
-features an entity lacks) and, 1 in 20, an HSET of 1-10 fields with new values. They stop once the capture file
-holds `size_mb` MB. Loopback's MTU is 64 KiB, so replies travel in segments of up to 64 KiB, as in the DESIGN's
-tcpflow anchor (a 273 MB loopback capture). The capture must have no kernel drops: a drop is a hole in a stream.
+Recording (`record`): a redis-server and `tcpdump -i lo -s 0 -B 65536 -w FILE port P` (the integration harness's
+`RedisServer` and `Tcpdump`, tests/integration/servers.py), either on the host's loopback (a free port of
+127.0.0.1; MTU 64 KiB, so replies travel in segments of up to 64 KiB, as in the DESIGN's tcpflow anchor, a
+273 MB loopback capture) or, with `mtu=1500`, inside a fresh network namespace whose loopback has MTU 1500 and
+no segmentation offloads (the harness's `Netns`; port 6379), so TCP sends real ~1448-byte segments as on a
+production network. The traffic (`traffic`, run in a child process, inside the namespace if there is one): one
+connection loads ENTITIES hashes `st_<n>`, each holding 60-100 of the 100 features (field = decimal xxHash32 of
+the feature name, as the feature store writes them) with binary values of 10-500 bytes, log-uniform (mean ~125
+bytes), in pipelined HSETs. Then CONNECTIONS redis-py connections (RESP2, one thread each) send pipelines of
+PIPELINE commands: HMGETs of 10-100 features of an entity (about 1 in 50 of an entity that does not exist, so
+replies carry nils besides the features an entity lacks) and, 1 in 20, an HSET of 1-10 fields with new values.
+They stop once the capture file holds `size_mb` MB. The capture must have no kernel drops: a drop is a hole in
+a stream.
 
 The driver counts what it sent (HMGETs, HSETs, fields asked, fields written) into a JSON sidecar next to the
-capture, with the server port and tcpdump's counters; the benchmark checks the parsers against those counts.
+capture, with the server port, the MTU and tcpdump's counters; the benchmark checks the parsers against those
+counts.
 
 Longer twin (`concatenate`): the capture written `copies` times back to back, each copy shifted in time past
 the end of the previous one and with its client ports renumbered, so every copy's connections are new ones
@@ -21,11 +26,13 @@ the end of the previous one and with its client ports renumbered, so every copy'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -39,6 +46,7 @@ WRITE_SHARE = 0.05
 ABSENT_SHARE = 0.02
 VALUE_SIZES = (10, 500)
 SEED = 7
+LOOPBACK_MTU = 65536  # Linux's default for lo
 
 
 def log_uniform(rng: random.Random, lo: int, hi: int) -> int:
@@ -106,52 +114,70 @@ def drive(host: str, port: int, seed: int, entities, features, absent, full) -> 
     return sent
 
 
-def record(pcap: Path, size_mb: float, seed: int = SEED) -> dict:
-    """Records the capture into `pcap` and returns its description (also written to `<pcap>.json`)."""
+def traffic(host: str, port: int, seed: int, target: int, growing: str) -> dict:
+    """The whole traffic: the load, then CONNECTIONS connections until the file `growing` (the capture being
+    written) holds `target` bytes; returns what was sent."""
     import redis
-
-    from tests.integration.servers import RedisServer, Tcpdump
 
     rng = random.Random(seed)
     features = feature_ids()
     ids = rng.sample(range(1, 10**8), ENTITIES + 100)
     entities = [f"st_{n}" for n in ids[:ENTITIES]]
     absent = [f"st_{n}" for n in ids[ENTITIES:]]
+    loader = redis.Redis(host=host, port=port, protocol=2, max_connections=1)
+    totals = load(loader, rng, entities, features)
+    loader.close()
+    full = lambda: os.path.getsize(growing) >= target  # noqa: E731
+    results: list[dict] = []
+    errors: list[BaseException] = []
+
+    def run(i):
+        try:
+            results.append(drive(host, port, seed * 1000 + i, entities, features, absent, full))
+        except BaseException as e:  # noqa: BLE001 - reported below, in the main thread
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(CONNECTIONS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        raise errors[0]
+    for r in results:
+        for k, v in r.items():
+            totals[k] = totals.get(k, 0) + v
+    return totals
+
+
+def record(pcap: Path, size_mb: float, seed: int = SEED, mtu: int = LOOPBACK_MTU) -> dict:
+    """Records the capture into `pcap` and returns its description (also written to `<pcap>.json`). With
+    `mtu` 1500, server, tcpdump and traffic run in a network namespace whose loopback has MTU 1500 and no
+    segmentation offloads (the integration harness's `Netns`), so TCP sends real ~1448-byte segments."""
+    from tests.integration.servers import Netns, RedisServer, Tcpdump
+
     target = int(size_mb * 1e6)
     tmp = pcap.with_name(pcap.name + ".tmp")
     workdir = pcap.parent / "redis-work"
     workdir.mkdir(exist_ok=True)
     t = time.perf_counter()
-    with RedisServer(workdir) as server:
-        with Tcpdump(tmp, server.port, "lo") as dump:
-            loader = redis.Redis(host=server.host, port=server.port, protocol=2, max_connections=1)
-            totals = load(loader, rng, entities, features)
-            loader.close()
-            full = lambda: os.path.getsize(tmp) >= target  # noqa: E731
-            results: list[dict] = []
-            errors: list[BaseException] = []
-
-            def run(i):
-                try:
-                    results.append(drive(server.host, server.port, seed * 1000 + i, entities, features, absent, full))
-                except BaseException as e:  # noqa: BLE001 - reported below, in the main thread
-                    errors.append(e)
-            threads = [threading.Thread(target=run, args=(i,)) for i in range(CONNECTIONS)]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-            if errors:
-                raise errors[0]
-            stats = dump.stop()
+    with (Netns() if mtu == 1500 else contextlib.nullcontext()) as ns:
+        prefix = ns.prefix if ns else []
+        # In a namespace of its own the server's port is free by construction; on the host, any free one.
+        with RedisServer(workdir, port=6379 if ns else None, prefix=prefix) as server:
+            with Tcpdump(tmp, server.port, "lo", prefix=prefix) as dump:
+                # The traffic runs in a child process, inside the namespace when there is one.
+                out = subprocess.run(prefix + [sys.executable, __file__, "--traffic", server.host, str(server.port),
+                                               str(seed), str(target), str(tmp)],
+                                     capture_output=True, text=True, timeout=1800)
+                if out.returncode != 0:
+                    raise SystemExit(f"the traffic driver failed ({out.returncode}):\n{out.stderr[-2000:]}")
+                totals = json.loads(out.stdout)
+                stats = dump.stop()
     dropped = stats.get("dropped by kernel", 0)
     if dropped:
         raise SystemExit(f"tcpdump dropped {dropped} packets while recording {tmp}: the capture has holes; "
                          f"run again on a quieter machine")
-    for r in results:
-        for k, v in r.items():
-            totals[k] = totals.get(k, 0) + v
-    desc = {"port": server.port, "seed": seed, "size_mb": size_mb, "bytes": os.path.getsize(tmp),
+    desc = {"port": server.port, "seed": seed, "size_mb": size_mb, "mtu": mtu, "bytes": os.path.getsize(tmp),
             "connections": CONNECTIONS + 1, "sent": totals, "tcpdump": stats,
             "record_s": round(time.perf_counter() - t, 1)}
     os.replace(tmp, pcap)
@@ -159,17 +185,19 @@ def record(pcap: Path, size_mb: float, seed: int = SEED) -> dict:
     return desc
 
 
-def cached(data: Path, size_mb: float, seed: int = SEED) -> tuple[Path, dict]:
+def cached(data: Path, size_mb: float, seed: int = SEED, mtu: int = LOOPBACK_MTU) -> tuple[Path, dict]:
     """The capture for these parameters, recorded first if it is not there yet."""
     data.mkdir(parents=True, exist_ok=True)
-    pcap = data / f"redis_lo_{size_mb:g}mb_s{seed}.pcap"
+    where = "lo" if mtu == LOOPBACK_MTU else f"mtu{mtu}"
+    pcap = data / f"redis_{where}_{size_mb:g}mb_s{seed}.pcap"
     meta = Path(f"{pcap}.json")
     if not (pcap.exists() and meta.exists()):
-        print(f"recording {pcap} ({size_mb:g} MB of feature-store traffic; a minute or two) ...", flush=True)
-        desc = record(pcap, size_mb, seed)
+        print(f"recording {pcap} ({size_mb:g} MB of feature-store traffic, MTU {mtu}; a minute or two) ...",
+              flush=True)
+        desc = record(pcap, size_mb, seed, mtu)
         print(f"  recorded {desc['bytes'] / 1e6:.1f} MB in {desc['record_s']} s, tcpdump: {desc['tcpdump']}",
               flush=True)
-    return pcap, json.loads(meta.read_text())
+    return pcap, {"mtu": LOOPBACK_MTU, **json.loads(meta.read_text())}
 
 
 # ---- the longer twin ------------------------------------------------------------------------------------
@@ -232,4 +260,8 @@ def _renumber_client_port(rec: bytearray, frame: int, server_port: int, k: int) 
 
 
 if __name__ == "__main__":
-    sys.exit("run bench/bench_parse.py; this module only records its capture")
+    if len(sys.argv) == 7 and sys.argv[1] == "--traffic":  # record()'s child: host port seed target file
+        host, port, seed, target, growing = sys.argv[2:]
+        print(json.dumps(traffic(host, int(port), int(seed), int(target), growing)))
+        sys.exit(0)
+    sys.exit("run bench/bench_parse.py; this module only records its captures")

@@ -3,10 +3,12 @@ usual libraries. dpkt decodes the pcap, a per-flow in-order reassembly puts each
 hiredis (the C RESP parser redis-py uses) parses requests and replies, and requests are paired with replies in
 order, as Redis answers them. It yields the trace rows of DESIGN.md (as tuples, see ROW).
 
-What it does not do, on purpose (the benchmark's capture needs none of it):
-- no reordering: a segment that starts beyond the next expected byte (a hole: a lost or reordered segment)
-  makes its flow unusable; the flow is dropped and its commands counted in `unsupported`;
-- retransmissions are handled only as in-order duplicates (bytes already delivered are cut off);
+What it does not do, on purpose (the benchmark's captures need none of it):
+- simple reordering only: a segment that starts beyond the next expected byte (a hole: a late or lost segment)
+  is held, unbounded, until the bytes before it arrive, then delivered with its own capture time; a hole never
+  filled leaves the rest of its direction unread (the flow counts as broken, the commands still waiting at
+  the end as `unsupported`); no gaps reported, no limits;
+- retransmissions: bytes already delivered are cut off, and of two held copies of one segment the first wins;
 - RESP2 only (hiredis's defaults), no MULTI/EXEC, pub/sub, CLIENT REPLY or RESP3 pushes;
 - a connection is its 4-tuple for the whole capture (no port reuse), the server the side on `port`.
 
@@ -24,27 +26,46 @@ import hiredis
 ROW = ("ts_ns", "conn", "req", "op", "cmd", "key", "field", "value_size", "found", "latency_ns")
 
 
+def _ahead(seq: int, next_seq: int) -> int:
+    """How far `seq` lies beyond `next_seq`, in sequence space (negative: before it)."""
+    return ((seq - next_seq + 2**31) & 0xFFFFFFFF) - 2**31
+
+
 class Direction:
-    """One direction of a flow: the next expected sequence number and a hiredis reader fed in order."""
+    """One direction of a flow: the next expected sequence number, the segments held beyond a hole, and a
+    hiredis reader fed in order."""
 
     def __init__(self):
         self.next_seq = None
+        self.held = {}  # seq -> (ts, payload) of segments that arrived beyond the next expected byte
         self.reader = hiredis.Reader()
         self.start_ts = None  # capture time of the first byte of the message in progress, None if none is
         self.bytes = 0
 
     def feed(self, seq: int, ts: int, payload: bytes, syn: bool):
-        """The messages completed by this segment, as (first byte's ts, message); None if there is a hole."""
+        """The messages completed by this segment (and by the held ones it lets through), as (first byte's
+        ts, message)."""
         if syn:
             self.next_seq = (seq + 1) & 0xFFFFFFFF
         if not payload:
             return []
         if self.next_seq is None:
             self.next_seq = seq  # picked up mid-stream
-        ahead = ((seq - self.next_seq + 2**31) & 0xFFFFFFFF) - 2**31
+        ahead = _ahead(seq, self.next_seq)
         if ahead > 0:
-            return None
-        payload = payload[-ahead:]  # a retransmission's bytes already delivered are cut off
+            self.held.setdefault(seq, (ts, payload))  # the first copy wins
+            return []
+        out = self._deliver(ts, payload[-ahead:])  # a retransmission's bytes already delivered are cut off
+        while self.held:
+            ready = [s for s in self.held if _ahead(s, self.next_seq) <= 0]  # in arrival order
+            if not ready:
+                break
+            for s in ready:
+                t, p = self.held.pop(s)
+                out += self._deliver(t, p[-_ahead(s, self.next_seq):])
+        return out
+
+    def _deliver(self, ts: int, payload: bytes):
         if not payload:
             return []
         self.next_seq = (self.next_seq + len(payload)) & 0xFFFFFFFF
@@ -66,12 +87,12 @@ class Flow:
         self.requests = Direction()
         self.replies = Direction()
         self.waiting = deque()  # (ts, args) of commands sent and not answered yet
-        self.broken = False
 
 
 def rows(path: str, port: int, stats: dict):
-    """Yields the capture's trace rows (ROW); fills `stats`: commands, unsupported (commands of flows with a
-    hole), broken_flows, unpaired_replies (replies with no command waiting), stream_bytes (reassembled bytes of
+    """Yields the capture's trace rows (ROW); fills `stats`: commands, unsupported (commands sent and never
+    answered: behind a hole never filled, or cut off by the end of the capture), broken_flows (with a hole
+    never filled), unpaired_replies (replies with no command waiting), stream_bytes (reassembled bytes of
     both directions), packets."""
     flows: dict = {}
     for key in ("packets", "commands", "unsupported", "broken_flows", "unpaired_replies", "stream_bytes"):
@@ -92,16 +113,9 @@ def rows(path: str, port: int, stats: dict):
             flow = flows.get(flow_key)
             if flow is None:
                 flow = flows[flow_key] = Flow(len(flows))
-            if flow.broken:
-                continue
             ts_ns = round(ts * 1e6) * 1000  # pcap stores microseconds; the float holds them exactly
             side = flow.requests if to_server else flow.replies
             messages = side.feed(tcp.seq, ts_ns, tcp.data, bool(tcp.flags & dpkt.tcp.TH_SYN))
-            if messages is None:
-                flow.broken = True
-                stats["broken_flows"] += 1
-                stats["unsupported"] += len(flow.waiting)
-                continue
             if to_server:
                 flow.waiting.extend(messages)
                 continue
@@ -115,8 +129,8 @@ def rows(path: str, port: int, stats: dict):
                 yield from command_rows(flow.conn, req, req_ts, args, reply, reply_ts - req_ts)
     for flow in flows.values():
         stats["stream_bytes"] += flow.requests.bytes + flow.replies.bytes
-        if not flow.broken:
-            stats["unsupported"] += len(flow.waiting)  # sent, never answered within the capture
+        stats["broken_flows"] += bool(flow.requests.held or flow.replies.held)  # a hole never filled
+        stats["unsupported"] += len(flow.waiting)  # sent, never answered within the capture
 
 
 def command_rows(conn, req, ts, args, reply, latency):

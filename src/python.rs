@@ -91,8 +91,9 @@ impl TextReader {
 
 #[pyclass(module = "cachescope._native")]
 struct CaptureParser {
-    // The capture reader reads in blocks of its own (1 MiB): a BufReader in between would only copy.
-    inner: parse::CaptureParser<File>,
+    // Parsed on a thread of its own, one batch ahead (see `parse::ahead`), from a file read ahead on a third
+    // (`capture::ReadAhead`; the reader takes its 1 MiB blocks, a BufReader in between would only copy).
+    inner: parse::ParseAhead,
 }
 
 #[pymethods]
@@ -102,12 +103,13 @@ impl CaptureParser {
     fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>) -> PyResult<Self> {
         let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
-        let inner = parse::CaptureParser::new(file, path, &config).map_err(trace_err)?;
-        Ok(CaptureParser { inner })
+        let file = crate::capture::ReadAhead::new(file);
+        let parser = parse::CaptureParser::new(file, path, &config).map_err(trace_err)?;
+        Ok(CaptureParser { inner: parse::ParseAhead::new(parser) })
     }
 
     /// The next rows, at least `min_rows` unless the capture ends, as a dict of numpy columns (see
-    /// `parse::RowBatch`); None at the end.
+    /// `parse::RowBatch`); None at the end. The next batch is parsed meanwhile, with this `min_rows`.
     fn next_batch<'py>(&mut self, py: Python<'py>, min_rows: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
         let inner = &mut self.inner;
         let Some(b) = py.detach(|| inner.next_batch(min_rows)).map_err(trace_err)? else {
@@ -116,6 +118,7 @@ impl CaptureParser {
         row_columns(py, b).map(Some)
     }
 
+    /// What follows is as of the last batch handed out.
     #[getter]
     fn bytes_read(&self) -> u64 {
         self.inner.offset()
@@ -132,10 +135,10 @@ impl CaptureParser {
     /// Every counter by name, and the commands that touch no cached value, by name.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (name, value) in self.inner.counters() {
+        for &(name, value) in self.inner.counters() {
             d.set_item(name, value)?;
         }
-        d.set_item("other_commands", self.inner.row_stats().other_commands.clone())?;
+        d.set_item("other_commands", self.inner.other_commands().clone())?;
         Ok(d)
     }
 }

@@ -30,6 +30,7 @@ mod limits;
 pub mod link;
 mod pcap;
 mod pcapng;
+mod read_ahead;
 mod reader;
 pub mod synth;
 
@@ -37,6 +38,7 @@ pub use counters::CaptureCounters;
 pub use decode::{decode_tcp, Skip};
 pub use error::CaptureError;
 pub use limits::{MAX_RECORD, MAX_SNAPLEN};
+pub use read_ahead::ReadAhead;
 pub use reader::{is_capture, CaptureFormat, CaptureReader, Packet, DEFAULT_BUFFER};
 
 #[cfg(test)]

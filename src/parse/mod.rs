@@ -2,6 +2,7 @@
 //! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace.
 //! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
 
+pub mod ahead;
 pub mod rows;
 pub mod streams;
 #[cfg(test)]
@@ -15,6 +16,7 @@ use crate::error::TraceError;
 use crate::net::Direction;
 use crate::reassembly::{self, Reassembler, StreamSink};
 use crate::resp::{self, RespStats, Session};
+pub use ahead::ParseAhead;
 pub use rows::{RowBatch, RowBuilder, RowStats};
 pub use streams::StreamParser;
 

@@ -2,9 +2,11 @@
 //! a delete and a plain write. The rows must be exactly these, whatever the batch size they come out in, and
 //! every batch's columns must line up.
 
+use std::io::Cursor;
 use std::net::SocketAddr;
 
-use super::{CaptureParser, ParseConfig, RowBatch};
+use super::{CaptureParser, ParseAhead, ParseConfig, RowBatch};
+use crate::error::TraceError;
 use crate::capture::synth::{self, PcapWriter, Segment};
 
 const T0: i64 = 1_700_000_000_000_000_000;
@@ -120,4 +122,61 @@ fn anonymized_keys_are_one_hash_per_key() {
     }
     let distinct: std::collections::HashSet<_> = seen.values().collect();
     assert_eq!(distinct.len(), seen.len(), "two keys share a hash");
+}
+
+/// Every batch's rows, the counters after it, and how the parse ended, by the plain parser and parsed ahead.
+type Run = (Vec<(Vec<Row>, Vec<(&'static str, u64)>, u64)>, Result<(), TraceError>, Vec<String>, usize);
+
+fn run_plain(bytes: Vec<u8>, min_rows: usize) -> Run {
+    let mut p = CaptureParser::new(Cursor::new(bytes), "test.pcap", &ParseConfig::default()).unwrap();
+    let mut batches = Vec::new();
+    let end = loop {
+        match p.next_batch(min_rows) {
+            Ok(Some(b)) => batches.push((rows_of(&b, p.cmd_names()), p.counters(), p.offset())),
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    (batches, end, p.cmd_names().to_vec(), p.conns().len())
+}
+
+fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
+    let p = CaptureParser::new(Cursor::new(bytes), "test.pcap", &ParseConfig::default()).unwrap();
+    let mut p = ParseAhead::new(p);
+    let mut batches = Vec::new();
+    let end = loop {
+        match p.next_batch(min_rows) {
+            Ok(Some(b)) => batches.push((rows_of(&b, p.cmd_names()), p.counters().to_vec(), p.offset())),
+            Ok(None) => break Ok(()),
+            Err(e) => {
+                assert_eq!(p.next_batch(min_rows).err(), Some(e.clone()), "the error repeats");
+                break Err(e);
+            }
+        }
+    };
+    if end.is_ok() {
+        assert!(matches!(p.next_batch(min_rows), Ok(None)), "nothing after the end");
+    }
+    (batches, end, p.cmd_names().to_vec(), p.conns().len())
+}
+
+#[test]
+fn parsing_ahead_hands_out_the_same_batches_and_state() {
+    for min_rows in [1, 3, 1 << 20] {
+        let plain = run_plain(capture(), min_rows);
+        assert!(plain.1.is_ok());
+        assert_eq!(run_ahead(capture(), min_rows), plain, "batches of at least {min_rows} rows");
+    }
+}
+
+#[test]
+fn parsing_ahead_fails_where_the_plain_parser_does() {
+    let mut bytes = capture();
+    bytes.extend([0xff; 16]); // a record header claiming 4 GiB of captured bytes
+    for min_rows in [1, 1 << 20] {
+        let plain = run_plain(bytes.clone(), min_rows);
+        let message = plain.1.as_ref().unwrap_err().to_string();
+        assert!(message.starts_with("test.pcap") && message.contains("snap length"), "{message}");
+        assert_eq!(run_ahead(bytes.clone(), min_rows), plain, "batches of at least {min_rows} rows");
+    }
 }

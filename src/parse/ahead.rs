@@ -1,0 +1,149 @@
+//! Parsing one batch ahead on a second thread. A `CaptureParser` moves into a worker thread that builds the
+//! next batch of rows while the caller (Python, turning the previous batch into Arrow and writing Parquet)
+//! works on the one it was handed: on two cores the parser's time and the caller's overlap instead of adding
+//! up. The caller asks for each batch; the worker parses at most one batch beyond the one being handed out,
+//! so at most two batches exist besides the caller's (memory stays bounded). With each batch comes the
+//! parser's state when that batch was cut (counters, offset, new connections and command names), so what the
+//! caller reads alongside a batch is what the plain parser would have shown at that point, and an error
+//! arrives at the same point of the stream with the same message.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread;
+
+use super::{CaptureParser, RowBatch};
+use crate::error::TraceError;
+
+type Conn = (SocketAddr, SocketAddr);
+type Parsed = Result<Option<RowBatch>, TraceError>;
+
+/// The parser's state when a batch was cut; connections and command names only those new since the last.
+struct Progress {
+    offset: u64,
+    counters: Vec<(&'static str, u64)>,
+    other_commands: BTreeMap<String, u64>,
+    new_conns: Vec<Conn>,
+    new_cmd_names: Vec<String>,
+}
+
+pub struct ParseAhead {
+    path: String,
+    /// `min_rows` of each batch asked for; None once the parse has ended or failed.
+    requests: Option<SyncSender<usize>>,
+    /// In a Mutex only so that the parser can be shared between threads (Python objects must be); it is
+    /// reached through `&mut self` (`get_mut`), never locked.
+    replies: Mutex<Receiver<(Parsed, Progress)>>,
+    /// A batch asked for and not yet handed out (the one being parsed ahead).
+    pending: bool,
+    /// Where the parse stopped, repeated to any later call.
+    failed: Option<TraceError>,
+    offset: u64,
+    counters: Vec<(&'static str, u64)>,
+    other_commands: BTreeMap<String, u64>,
+    conns: Vec<Conn>,
+    cmd_names: Vec<String>,
+}
+
+impl ParseAhead {
+    /// Starts the worker thread; it parses nothing until the first `next_batch`.
+    pub fn new<R: Read + Send + 'static>(parser: CaptureParser<R>) -> ParseAhead {
+        let path = parser.path.clone();
+        let counters = parser.counters();
+        // Two requests are outstanding at most (this batch and the next); replies wait one at a time.
+        let (requests, asked) = sync_channel(2);
+        let (done, replies) = sync_channel(1);
+        thread::spawn(move || work(parser, asked, done));
+        ParseAhead {
+            path,
+            requests: Some(requests),
+            replies: Mutex::new(replies),
+            pending: false,
+            failed: None,
+            offset: 0,
+            counters,
+            other_commands: BTreeMap::new(),
+            conns: Vec::new(),
+            cmd_names: Vec::new(),
+        }
+    }
+
+    /// As `CaptureParser::next_batch`, except that the batch parsed ahead was asked for with the previous
+    /// call's `min_rows` (callers keep it the same).
+    pub fn next_batch(&mut self, min_rows: usize) -> Result<Option<RowBatch>, TraceError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let Some(requests) = &self.requests else { return Ok(None) };
+        // This batch (unless already parsed ahead), then the next one, so the worker goes on at once. A send
+        // fails only once the worker has stopped, after its last reply, which is still received below.
+        for _ in 0..if self.pending { 1 } else { 2 } {
+            let _ = requests.send(min_rows);
+        }
+        self.pending = true;
+        let replies = self.replies.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Ok((parsed, progress)) = replies.recv() else {
+            return self.stop(Err(TraceError::whole(&self.path, "the parser thread stopped unexpectedly")));
+        };
+        self.offset = progress.offset;
+        self.counters = progress.counters;
+        self.other_commands = progress.other_commands;
+        self.conns.extend(progress.new_conns);
+        self.cmd_names.extend(progress.new_cmd_names);
+        match parsed {
+            Ok(Some(batch)) => Ok(Some(batch)),
+            end_or_error => self.stop(end_or_error),
+        }
+    }
+
+    fn stop(&mut self, last: Parsed) -> Parsed {
+        self.requests = None;
+        self.pending = false;
+        self.failed = last.as_ref().err().cloned();
+        last
+    }
+
+    /// As the parser's, as of the last batch handed out.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn conns(&self) -> &[Conn] {
+        &self.conns
+    }
+
+    pub fn cmd_names(&self) -> &[String] {
+        &self.cmd_names
+    }
+
+    pub fn counters(&self) -> &[(&'static str, u64)] {
+        &self.counters
+    }
+
+    /// Commands that touch no cached value, by name (`RowStats::other_commands`).
+    pub fn other_commands(&self) -> &BTreeMap<String, u64> {
+        &self.other_commands
+    }
+}
+
+/// The worker: one batch per request, until the capture ends, an error, or the caller is gone.
+fn work<R: Read>(mut parser: CaptureParser<R>, asked: Receiver<usize>, done: SyncSender<(Parsed, Progress)>) {
+    let (mut conns_sent, mut names_sent) = (0, 0);
+    for min_rows in asked {
+        let parsed = parser.next_batch(min_rows);
+        let last = !matches!(parsed, Ok(Some(_)));
+        let progress = Progress {
+            offset: parser.offset(),
+            counters: parser.counters(),
+            other_commands: parser.row_stats().other_commands.clone(),
+            new_conns: parser.conns()[conns_sent..].to_vec(),
+            new_cmd_names: parser.cmd_names()[names_sent..].to_vec(),
+        };
+        (conns_sent, names_sent) = (parser.conns().len(), parser.cmd_names().len());
+        if done.send((parsed, progress)).is_err() || last {
+            return;
+        }
+    }
+}
