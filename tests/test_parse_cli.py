@@ -107,3 +107,20 @@ def test_bad_inputs(tmp):
     assert "cut record" in proc.stderr
     none = run_cli("simulate.py", CAPTURE, "--lru", "10")  # the default port 6379 sees nothing here
     _one_line_error(none, "no Redis commands on port(s) 6379")
+
+
+def test_a_failed_parse_leaves_no_output(tmp):
+    """A capture corrupt in the middle: one line, exit 2, and no half-written trace, nor an earlier one lost."""
+    data = bytearray(CAPTURE.read_bytes())
+    offset = 24  # past the pcap file header; walk to the sixth record (little-endian, as tcpdump wrote it)
+    for _ in range(5):
+        offset += 16 + int.from_bytes(data[offset + 8:offset + 12], "little")
+    data[offset + 8:offset + 12] = b"\xff" * 4  # its captured length now claims 4 GiB
+    bad = tmp / "bad.pcap"
+    bad.write_bytes(bytes(data))
+    out = tmp / "t.parquet"
+    out.write_bytes(b"an earlier trace")
+    proc = run_cli("parse.py", bad, "-o", out, "--port", PORT)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert out.read_bytes() == b"an earlier trace"
+    assert sorted(p.name for p in tmp.iterdir()) == ["bad.pcap", "t.parquet"]

@@ -46,20 +46,24 @@ def output_format(path: str, forced: str | None) -> str:
 
 
 class TraceWriter:
-    """Writes record batches to `path` in `fmt`; use as a context manager."""
+    """Writes record batches to `path` in `fmt`; use as a context manager. The trace is written beside `path`
+    and moved there only when the parse succeeded: a failed parse leaves no half-written trace behind, and
+    never clobbers an earlier complete one."""
 
     def __init__(self, path: str, fmt: str):
         self.path, self.fmt = path, fmt
+        directory, name = os.path.split(os.path.abspath(path))
+        self._partial = os.path.join(directory, f".{name}.partial")
         self._parquet = None
         self._file = None
         self._oracle = _OracleGeneral() if fmt == "oracleGeneral" else None
 
     def __enter__(self):
         if self.fmt == "parquet":
-            self._parquet = pq.ParquetWriter(self.path, SCHEMA, compression="zstd",
+            self._parquet = pq.ParquetWriter(self._partial, SCHEMA, compression="zstd",
                                              write_statistics=list(_STATISTICS))
         elif self.fmt in ("commands", "monitor"):
-            self._file = open(self.path, "w", encoding="utf-8", newline="\n")
+            self._file = open(self._partial, "w", encoding="utf-8", newline="\n")
         return self
 
     def write(self, rb: pa.RecordBatch) -> None:
@@ -75,8 +79,13 @@ class TraceWriter:
             self._parquet.close()
         if self._file is not None:
             self._file.close()
-        if self._oracle is not None and exc[0] is None:
-            self._oracle.write(self.path)
+        if exc[0] is not None:
+            if os.path.exists(self._partial):
+                os.remove(self._partial)
+            return
+        if self._oracle is not None:
+            self._oracle.write(self._partial)
+        os.replace(self._partial, self.path)
 
 
 def _text_lines(rb: pa.RecordBatch, monitor: bool):
