@@ -12,7 +12,7 @@ entries. The three do not compute the same thing, so their hit rates differ:
   caffeine     bench/java/ReplayTimed.java: Caffeine 3.2.3, `maximumSize(C)`, maintenance on the caller's thread,
                `getIfPresent` then `put` on a miss, the same decimal-text keys as Java Strings. Only the replay
                loop is timed (not reading the file); `--repeat` runs in one JVM, the first one JIT-compiling.
-               Built with Maven through tests/caffeine_oracle.py (the replay project of ../shared/reference).
+               Built with Maven through tests/caffeine_oracle.py (the replay project in tests/caffeine_replay).
 cachescope and libcachesim run in fresh subprocesses, best of `--repeat`; see common.py for how peak memory is
 measured (not measured for the JVM). Besides wall time, each run's CPU time is taken (the process's for the two
 Python workers, the replaying thread's in the JVM): on a machine shared with other work the wall times swing

@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 
 use crate::error::TraceError;
 use crate::hash;
-use crate::policy::POLICY_NAMES;
+use crate::policy::SPECS;
 use crate::parse;
 use crate::sim::{self, Events, Options, RunSpec, Unit, WriteMode};
 use crate::trace::{self, Granularity, TextFormat};
@@ -440,6 +440,27 @@ fn xxh32(data: &[u8], seed: u32) -> u32 {
     xxhash_rust::xxh32::xxh32(data, seed)
 }
 
+/// The policy registry (`src/policy/`), in its order: one dict per policy with `name`, `label`,
+/// `description`, `keyword`, `needs_future`, `sized` and `params`, a list of `(name, default, help)`.
+#[pyfunction]
+fn policy_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    SPECS
+        .iter()
+        .map(|spec| {
+            let d = PyDict::new(py);
+            d.set_item("name", spec.name)?;
+            d.set_item("label", spec.label)?;
+            d.set_item("description", spec.description)?;
+            d.set_item("keyword", spec.keyword)?;
+            d.set_item("needs_future", spec.needs_future)?;
+            d.set_item("sized", spec.sized)?;
+            let params: Vec<_> = spec.params.iter().map(|p| (p.name, p.default, p.help)).collect();
+            d.set_item("params", params)?;
+            Ok(d)
+        })
+        .collect()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TextReader>()?;
@@ -453,9 +474,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash_optional_column, m)?)?;
     m.add_function(wrap_pyfunction!(key_hash, m)?)?;
     m.add_function(wrap_pyfunction!(next_access, m)?)?;
-    m.add("NEEDS_FUTURE", crate::policy::NEEDS_FUTURE.to_vec())?;
+    m.add_function(wrap_pyfunction!(policy_specs, m)?)?;
     m.add_function(wrap_pyfunction!(xxh32, m)?)?;
     m.add("NativeTraceError", m.py().get_type::<NativeTraceError>())?;
-    m.add("POLICY_NAMES", POLICY_NAMES.to_vec())?;
+    m.add("POLICY_NAMES", SPECS.iter().map(|s| s.name).collect::<Vec<_>>())?;
+    m.add("NEEDS_FUTURE", SPECS.iter().filter(|s| s.needs_future).map(|s| s.name).collect::<Vec<_>>())?;
     Ok(())
 }

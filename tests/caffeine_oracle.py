@@ -1,5 +1,5 @@
 """Real Caffeine as an oracle for the W-TinyLFU policy: seeded traces it has never been tuned on, and the hits a
-real Caffeine 3.2.3 cache gets on them, replayed by `../shared/reference/caffeine-replay` (built with Maven).
+real Caffeine 3.2.3 cache gets on them, replayed by `tests/caffeine_replay` (built with Maven).
 
     python tests/caffeine_oracle.py    # builds the replay tool if needed, rewrites tests/data/wtinylfu_caffeine.json
 
@@ -27,7 +27,7 @@ import numpy as np
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
-REPLAY_SRC = REPO.parent / "shared" / "reference" / "caffeine-replay"
+REPLAY_SRC = REPO / "tests" / "caffeine_replay"
 REPLAY_BUILD = REPO / "target" / "caffeine-replay"  # cargo's target dir: gitignored, survives between runs
 DATA = TESTS / "data" / "wtinylfu_caffeine.json"
 MONITOR = REPO / "sample_traces" / "feature_store.monitor"
@@ -115,7 +115,7 @@ def write_keys(keys, path):
 
 # ---- the real thing --------------------------------------------------------------------------------------
 def replay_classpath():
-    """Builds the replay project once (a copy under target/, since ../shared is read-only); its classpath."""
+    """Builds the replay project once (a copy under target/, so that the build leaves the checkout clean); its classpath."""
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"the Caffeine replay needs {tool!r} (Maven and a JDK 17+) on the PATH")

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-REFERENCE = SHARED / "reference"
+REFERENCE = REPO / "tests" / "data" / "reference"
 
 
 def run_cli(*args, cwd=REPO, check_rc=None):

@@ -7,7 +7,7 @@ import java.nio.file.Paths;
 import java.util.List;
 
 /**
- * The Caffeine replay of ../shared/reference/caffeine-replay (maximumSize = capacity, maintenance on the caller's
+ * The Caffeine replay of tests/caffeine_replay (maximumSize = capacity, maintenance on the caller's
  * thread, getIfPresent then put on a miss), with the loop timed apart from reading the file: each of `repeats`
  * runs replays the whole trace into a fresh cache. Prints {"hits": [...], "wall_s": [...], "cpu_s": [...]}, the
  * CPU time being this thread's (maintenance runs on it: the executor is the caller's thread).

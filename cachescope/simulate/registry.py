@@ -1,6 +1,6 @@
-"""The policy registry: the one list that names each policy, its command-line flag and its parameters.
-The CLI's flags, the Python API's keyword arguments and the docs' tables are all generated from it, and the
-Rust core builds each policy by the same name, with the parameters (defaults filled in) passed along."""
+"""The policy registry, as Python sees it: each policy's name, command-line flag, keyword and parameters.
+They are declared once, in the policy's own Rust file (`src/policy/`), and read from the core here; the CLI's
+flags, the Python API's keyword arguments and the docs' tables are all generated from these specs."""
 
 from __future__ import annotations
 
@@ -43,41 +43,20 @@ class PolicySpec:
         return f"--{self.name}-{param.name.replace('_', '-')}"
 
 
-POLICIES = {
-    spec.name: spec
-    for spec in (
-        PolicySpec("lru", "LRU", "least recently used: evict the entry not used for the longest time"),
-        PolicySpec("lfu", "LFU", "least frequently used: evict the entry with the fewest hits since it was admitted "
-                   "(ties: the one that reached that count first)"),
-        PolicySpec("fifo", "FIFO", "first in, first out: evict the entry admitted longest ago; hits change nothing"),
-        PolicySpec("clock", "CLOCK", "FIFO with a reference bit: a hit entry gets a second chance at the newest end"),
-        PolicySpec("sieve", "SIEVE", "FIFO with a visited bit and a moving hand: hit entries stay in place, the hand "
-                   "evicts the first unvisited one (NSDI 2024)"),
-        PolicySpec("arc", "ARC", "adaptive replacement cache (FAST 2003): an LRU list for keys seen once and one for "
-                   "keys seen again, their split tuned by ghost lists of recently evicted keys"),
-        PolicySpec("2q", "2Q", "2Q (VLDB 1994): first references pass through a FIFO (A1in) whose evicted keys are "
-                   "remembered (A1out); keys that come back from there enter the main LRU (Am)",
-                   params=(Param("kin", 0.25, "share of the capacity for A1in"),
-                           Param("kout", 0.5, "size of A1out as a share of the capacity (ghosts hold keys only)")),
-                   keyword="two_q"),
-        PolicySpec("s3fifo", "S3-FIFO", "S3-FIFO (SOSP 2023): a small FIFO for new keys, a main FIFO with "
-                   "reinsertion for keys hit there or back from the ghost FIFO of evicted keys",
-                   params=(Param("small_ratio", 0.1, "share of the capacity for the small queue"),
-                           Param("ghost_ratio", 0.9, "size of the ghost queue as a share of the capacity (keys only)"),
-                           Param("move_to_main_threshold", 2, "hits in the small queue that earn a key main"))),
-        PolicySpec("belady", "Belady", "Belady's MIN, the optimal offline policy: evict the entry needed "
-                   "farthest in the future (an upper bound; reads the trace twice)"),
-        PolicySpec("wtinylfu", "W-TinyLFU", "Caffeine's policy: an LRU window, then a segmented LRU behind a "
-                   "TinyLFU frequency filter, with a hill-climbed window size"),
-    )
-}
+def _spec(native: dict) -> PolicySpec:
+    return PolicySpec(native["name"], native["label"], native["description"],
+                      tuple(Param(*p) for p in native["params"]), native["keyword"])
+
+
+_NATIVE = _native.policy_specs()
+
+POLICIES = {spec["name"]: _spec(spec) for spec in _NATIVE if spec["sized"]}
+"""Every policy a user runs at a capacity of their choice, in the order of the core's registry."""
 
 BY_KEYWORD = {spec.keyword: spec for spec in POLICIES.values()}
 """The same specs by Python keyword (`two_q`), as `simulate_trace` takes them."""
 
 # The bound every summary shows: a cache that never evicts. Not a flag: it needs no capacity.
-INFINITE = PolicySpec("infinite", "infinite", "never evicts: only first references miss")
+INFINITE = next(_spec(spec) for spec in _NATIVE if not spec["sized"])
 
-_missing = [name for name in (*POLICIES, INFINITE.name) if name not in _native.POLICY_NAMES]
-assert not _missing, f"policies registered in Python but not built into the Rust core: {_missing}"
 assert len(BY_KEYWORD) == len(POLICIES), "two policies share a Python keyword"

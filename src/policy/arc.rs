@@ -24,8 +24,10 @@
 //! taken for a ghost hit against a list it is no longer on. Removal is never part of the runs compared with
 //! libCacheSim.
 
+use std::sync::Arc;
+
 use super::queues::{Lookup, Queues, NIL};
-use super::Policy;
+use super::{Policy, Registered, Spec};
 
 const T1: u8 = 0;
 const T2: u8 = 1;
@@ -67,10 +69,6 @@ impl ArcCache {
         ArcCache { capacity, q: Queues::new(), p: 0.0, found_in_b2: false }
     }
 
-    /// The same cache, empty, as after a restart.
-    pub fn emptied(&self) -> ArcCache {
-        ArcCache::new(self.capacity)
-    }
 
     /// The target size of T1.
     pub fn target_t1(&self) -> f64 {
@@ -133,6 +131,18 @@ impl ArcCache {
     #[inline]
     fn resident_used(&self) -> u64 {
         self.q.used[T1 as usize] + self.q.used[T2 as usize]
+    }
+}
+
+impl Registered for ArcCache {
+    const SPEC: Spec = Spec::plain("arc", "ARC", "adaptive replacement cache (FAST 2003): an LRU list for keys seen once and one for keys seen again, their split tuned by ghost lists of recently evicted keys");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<ArcCache, String> {
+        Ok(ArcCache::new(capacity))
+    }
+
+    fn emptied(&self) -> ArcCache {
+        ArcCache::new(self.capacity)
     }
 }
 

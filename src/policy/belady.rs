@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::Policy;
+use super::{Policy, Registered, Spec};
 use crate::hash::{KeyMap, KeySet};
 
 pub const NEVER: u64 = u64::MAX;
@@ -48,14 +48,27 @@ impl Belady {
         Belady { capacity, used: 0, future, pos, resident: KeyMap::default(), by_next_use: BTreeSet::new() }
     }
 
-    /// The same cache emptied, at the same point of the stream.
-    pub fn emptied(&self) -> Belady {
-        Belady::new(self.capacity, self.future.clone(), self.pos)
-    }
-
     /// Keys resident now (for tests).
     pub fn keys(&self) -> KeySet {
         self.resident.keys().copied().collect()
+    }
+}
+
+impl Registered for Belady {
+    const SPEC: Spec = Spec {
+        needs_future: true,
+        ..Spec::plain("belady", "Belady", "Belady's MIN, the optimal offline policy: evict the entry needed \
+                      farthest in the future (an upper bound; reads the trace twice)")
+    };
+
+    fn build(capacity: u64, _params: &[f64], future: Option<&Arc<[u64]>>) -> Result<Belady, String> {
+        let future = future.ok_or("belady needs the future: next_access of its lookups")?;
+        Ok(Belady::new(capacity, future.clone(), 0))
+    }
+
+    /// The same cache emptied, at the same point of the stream.
+    fn emptied(&self) -> Belady {
+        Belady::new(self.capacity, self.future.clone(), self.pos)
     }
 }
 

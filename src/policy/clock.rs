@@ -9,8 +9,10 @@
 //! (`Ring::rotate`), so the hand never relinks a node. Capacity is in units of `size`; an object larger than
 //! the whole cache is not admitted, and a hit keeps the size the entry was admitted with.
 
+use std::sync::Arc;
+
 use super::ring::Ring;
-use super::Policy;
+use super::{Policy, Registered, Spec};
 
 pub struct Clock {
     ring: Ring,
@@ -39,6 +41,18 @@ impl Clock {
             node.bit = false;
             self.ring.rotate();
         }
+    }
+}
+
+impl Registered for Clock {
+    const SPEC: Spec = Spec::plain("clock", "CLOCK", "FIFO with a reference bit: a hit entry gets a second chance at the newest end");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<Clock, String> {
+        Ok(Clock::new(capacity))
+    }
+
+    fn emptied(&self) -> Clock {
+        Clock::new(self.ring.capacity)
     }
 }
 

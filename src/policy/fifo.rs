@@ -8,8 +8,10 @@
 //! Capacity is in units of `size` (entries when every size is 1, bytes otherwise); an object larger than the
 //! whole cache is not admitted, and a hit keeps the size the entry was admitted with.
 
+use std::sync::Arc;
+
 use super::ring::Ring;
-use super::Policy;
+use super::{Policy, Registered, Spec};
 
 pub struct Fifo {
     ring: Ring,
@@ -23,6 +25,18 @@ impl Fifo {
     /// Keys from the next victim to the newest entry (for tests and inspection).
     pub fn keys_oldest_first(&self) -> Vec<u64> {
         self.ring.keys_oldest_first()
+    }
+}
+
+impl Registered for Fifo {
+    const SPEC: Spec = Spec::plain("fifo", "FIFO", "first in, first out: evict the entry admitted longest ago; hits change nothing");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<Fifo, String> {
+        Ok(Fifo::new(capacity))
+    }
+
+    fn emptied(&self) -> Fifo {
+        Fifo::new(self.ring.capacity)
     }
 }
 

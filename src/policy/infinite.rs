@@ -1,12 +1,26 @@
 //! The infinite cache: admits everything and never evicts. Its hit rate is the upper bound of every policy at
 //! every capacity (only first references miss), and its size is the number of unique keys.
 
-use super::Policy;
+use std::sync::Arc;
+
+use super::{Policy, Registered, Spec};
 use crate::hash::KeySet;
 
 #[derive(Default)]
 pub struct Infinite {
     seen: KeySet,
+}
+
+impl Registered for Infinite {
+    const SPEC: Spec = Spec { sized: false, ..Spec::plain("infinite", "infinite", "never evicts: only first references miss") };
+
+    fn build(_capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<Infinite, String> {
+        Ok(Infinite::default())
+    }
+
+    fn emptied(&self) -> Infinite {
+        Infinite::default()
+    }
 }
 
 impl Policy for Infinite {

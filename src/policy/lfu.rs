@@ -13,7 +13,9 @@
 //! units of `size`; an object larger than the whole cache is not admitted, and a hit keeps the size the entry
 //! was admitted with.
 
-use super::Policy;
+use std::sync::Arc;
+
+use super::{Policy, Registered, Spec};
 use crate::hash::KeyMap;
 
 const NIL: u32 = u32::MAX;
@@ -200,6 +202,18 @@ impl Lfu {
         }
         self.entries.push(entry);
         (self.entries.len() - 1) as u32
+    }
+}
+
+impl Registered for Lfu {
+    const SPEC: Spec = Spec::plain("lfu", "LFU", "least frequently used: evict the entry with the fewest hits since it was admitted (ties: the one that reached that count first)");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<Lfu, String> {
+        Ok(Lfu::new(capacity))
+    }
+
+    fn emptied(&self) -> Lfu {
+        Lfu::new(self.capacity)
     }
 }
 

@@ -9,7 +9,9 @@
 //! As in libCacheSim, an object larger than the whole cache is not admitted, and a hit does not change the
 //! size an entry was admitted with.
 
-use super::Policy;
+use std::sync::Arc;
+
+use super::{Policy, Registered, Spec};
 use crate::hash::KeyMap;
 
 const NIL: u32 = u32::MAX;
@@ -104,6 +106,18 @@ impl Lru {
             n = self.nodes[n as usize].next;
         }
         out
+    }
+}
+
+impl Registered for Lru {
+    const SPEC: Spec = Spec::plain("lru", "LRU", "least recently used: evict the entry not used for the longest time");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<Lru, String> {
+        Ok(Lru::new(capacity))
+    }
+
+    fn emptied(&self) -> Lru {
+        Lru::new(self.capacity)
     }
 }
 

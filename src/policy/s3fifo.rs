@@ -27,8 +27,10 @@
 //!
 //! Counters saturate at 65535, which changes no comparison as thresholds are at most that.
 
+use std::sync::Arc;
+
 use super::queues::{Lookup, Queues};
-use super::{take_params, Params, Policy};
+use super::{Param, Policy, Registered, Spec};
 
 const SMALL: u8 = 0;
 const MAIN: u8 = 1;
@@ -70,20 +72,6 @@ impl S3Fifo {
             has_evicted: false,
             q: Queues::new(),
         })
-    }
-
-    pub fn from_params(capacity: u64, params: &Params) -> Result<S3Fifo, String> {
-        let [small, ghost, threshold] =
-            take_params("s3fifo", params, ["small_ratio", "ghost_ratio", "move_to_main_threshold"])?;
-        if !(threshold >= 0.0 && threshold <= f64::from(u16::MAX) && threshold.fract() == 0.0) {
-            return Err(format!("s3fifo: move_to_main_threshold must be a whole number of hits, not {threshold}"));
-        }
-        S3Fifo::new(capacity, small, ghost, threshold as u16)
-    }
-
-    /// The same cache, empty, as after a restart.
-    pub fn emptied(&self) -> S3Fifo {
-        S3Fifo { has_evicted: false, q: Queues::new(), ..*self }
     }
 
     /// Keys of the small, main and ghost queues, each from newest to oldest (for tests and inspection).
@@ -136,6 +124,30 @@ fn min_capacity(small_ratio: f64) -> u64 {
     let base = (2.0 / small_ratio).floor() as u64;
     // floor(2 / r) is at most a rounding step short; beyond 2^53 the float steps are coarser than 1 anyway.
     (0..4).map(|i| base.saturating_add(i)).find(|&c| c as f64 * small_ratio >= 2.0).unwrap_or(base)
+}
+
+impl Registered for S3Fifo {
+    const SPEC: Spec = Spec {
+        params: &[
+            Param { name: "small_ratio", default: 0.1, help: "share of the capacity for the small queue" },
+            Param { name: "ghost_ratio", default: 0.9, help: "size of the ghost queue as a share of the capacity (keys only)" },
+            Param { name: "move_to_main_threshold", default: 2.0, help: "hits in the small queue that earn a key main" },
+        ],
+        ..Spec::plain("s3fifo", "S3-FIFO", "S3-FIFO (SOSP 2023): a small FIFO for new keys, a main FIFO with \
+                      reinsertion for keys hit there or back from the ghost FIFO of evicted keys")
+    };
+
+    fn build(capacity: u64, params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<S3Fifo, String> {
+        let [small, ghost, threshold] = [params[0], params[1], params[2]];
+        if !(threshold >= 0.0 && threshold <= f64::from(u16::MAX) && threshold.fract() == 0.0) {
+            return Err(format!("s3fifo: move_to_main_threshold must be a whole number of hits, not {threshold}"));
+        }
+        S3Fifo::new(capacity, small, ghost, threshold as u16)
+    }
+
+    fn emptied(&self) -> S3Fifo {
+        S3Fifo { has_evicted: false, q: Queues::new(), ..*self }
+    }
 }
 
 impl Policy for S3Fifo {

@@ -17,8 +17,10 @@
 //! was admitted, so the victim is the oldest entry never hit, which is the head of LFU's count-1 bucket. On
 //! large caches the hand may not wrap within a trace, hence the equal hit counts of the two in the tests.
 
+use std::sync::Arc;
+
 use super::ring::{Ring, NIL};
-use super::Policy;
+use super::{Policy, Registered, Spec};
 
 pub struct Sieve {
     ring: Ring,
@@ -66,6 +68,18 @@ impl Sieve {
         } else {
             next
         }
+    }
+}
+
+impl Registered for Sieve {
+    const SPEC: Spec = Spec::plain("sieve", "SIEVE", "FIFO with a visited bit and a moving hand: hit entries stay in place, the hand evicts the first unvisited one (NSDI 2024)");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<Sieve, String> {
+        Ok(Sieve::new(capacity))
+    }
+
+    fn emptied(&self) -> Sieve {
+        Sieve::new(self.ring.capacity)
     }
 }
 

@@ -23,8 +23,10 @@
 //! Where libCacheSim would evict from an empty Am (possible only with kin above 0.5), A1in gives up its
 //! oldest entry instead.
 
+use std::sync::Arc;
+
 use super::queues::{Lookup, Queues};
-use super::{take_params, Params, Policy};
+use super::{Param, Policy, Registered, Spec};
 
 const AIN: u8 = 0;
 const AOUT: u8 = 1;
@@ -60,16 +62,6 @@ impl TwoQ {
         Ok(TwoQ { capacity, ain_cap, aout_cap, am_cap: capacity - ain_cap, q: Queues::new() })
     }
 
-    pub fn from_params(capacity: u64, params: &Params) -> Result<TwoQ, String> {
-        let [kin, kout] = take_params("2q", params, ["kin", "kout"])?;
-        TwoQ::new(capacity, kin, kout)
-    }
-
-    /// The same cache, empty, as after a restart.
-    pub fn emptied(&self) -> TwoQ {
-        TwoQ { q: Queues::new(), ..*self }
-    }
-
     /// Keys of A1in, A1out and Am, each from newest (most recent) to oldest (for tests and inspection).
     pub fn queues(&self) -> [Vec<u64>; 3] {
         [self.q.keys(AIN), self.q.keys(AOUT), self.q.keys(AM)]
@@ -92,6 +84,26 @@ impl TwoQ {
         } else {
             self.q.delete(self.q.tail(AM));
         }
+    }
+}
+
+impl Registered for TwoQ {
+    const SPEC: Spec = Spec {
+        keyword: "two_q",
+        params: &[
+            Param { name: "kin", default: 0.25, help: "share of the capacity for A1in" },
+            Param { name: "kout", default: 0.5, help: "size of A1out as a share of the capacity (ghosts hold keys only)" },
+        ],
+        ..Spec::plain("2q", "2Q", "2Q (VLDB 1994): first references pass through a FIFO (A1in) whose evicted keys are \
+                      remembered (A1out); keys that come back from there enter the main LRU (Am)")
+    };
+
+    fn build(capacity: u64, params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<TwoQ, String> {
+        TwoQ::new(capacity, params[0], params[1])
+    }
+
+    fn emptied(&self) -> TwoQ {
+        TwoQ { q: Queues::new(), ..*self }
     }
 }
 

@@ -51,8 +51,10 @@
 //! eviction with two sketch reads. The eviction (`evict.rs`) and the hill climber (`climber.rs`) have their
 //! own files.
 
+use std::sync::Arc;
+
 use super::sketch::FrequencySketch;
-use super::Policy;
+use super::{Policy, Registered, Spec};
 use crate::hash::{java_hash_code, KeyMap};
 use hashbrown::hash_map::Entry;
 
@@ -120,20 +122,15 @@ pub struct WTinyLfu {
 impl WTinyLfu {
     /// `Caffeine.newBuilder().maximumSize(capacity)`: capacity in entries, sizes ignored.
     pub fn new(capacity: u64) -> WTinyLfu {
-        Self::build(capacity, false)
+        Self::with_weighing(capacity, false)
     }
 
     /// `Caffeine.newBuilder().maximumWeight(capacity).weigher((k, v) -> size)`.
     pub fn weighted(capacity: u64) -> WTinyLfu {
-        Self::build(capacity, true)
+        Self::with_weighing(capacity, true)
     }
 
-    /// The same cache emptied, as after a restart: same capacity, same weighing.
-    pub fn emptied(&self) -> WTinyLfu {
-        WTinyLfu::build(self.maximum as u64, self.weighted)
-    }
-
-    fn build(capacity: u64, weighted: bool) -> WTinyLfu {
+    fn with_weighing(capacity: u64, weighted: bool) -> WTinyLfu {
         let empty = Deque { first: NIL, last: NIL };
         let mut cache = WTinyLfu {
             index: KeyMap::default(),
@@ -373,6 +370,18 @@ impl WTinyLfu {
         } else {
             self.link_last(n, Queue::Window);
         }
+    }
+}
+
+impl Registered for WTinyLfu {
+    const SPEC: Spec = Spec::plain("wtinylfu", "W-TinyLFU", "Caffeine's policy: an LRU window, then a segmented LRU behind a TinyLFU frequency filter, with a hill-climbed window size");
+
+    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<WTinyLfu, String> {
+        Ok(WTinyLfu::new(capacity))
+    }
+
+    fn emptied(&self) -> WTinyLfu {
+        WTinyLfu::with_weighing(self.maximum as u64, self.weighted)
     }
 }
 

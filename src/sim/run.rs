@@ -10,7 +10,7 @@ use super::options::{Options, Unit, WriteMode};
 use crate::hash::{KeyMap, KeySet};
 use crate::policy::{AnyPolicy, Params, Policy, WTinyLfu};
 use crate::trace::reader::{OP_READ, OP_WRITE};
-use crate::with_policy;
+use crate::policy::with_policy;
 
 /// What a run counts. Lookup and byte metrics are kept apart: bytes are only summed where sizes are known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -169,7 +169,7 @@ impl Run {
             let Some(when) = earliest else { return };
             let st = &mut self.st;
             if restart == Some(when) {
-                self.policy = self.policy.emptied(&self.name, self.capacity);
+                self.policy = self.policy.emptied();
                 st.dirty.clear();
                 st.ttl = Ttl::default();
                 st.last_restart = Some(when);

@@ -5,14 +5,14 @@ import java.nio.file.Paths;
 import java.util.List;
 
 /**
- * The replay of ../shared/reference/caffeine-replay with weights: {@code maximumWeight(capacity)} and a weigher
+ * The replay of tests/caffeine_replay with weights: {@code maximumWeight(capacity)} and a weigher
  * giving each key the weight {@code 1 + (key.hashCode() & 0x7fffffff) % 37}. Replays each capacity five times
  * (Caffeine's random admission makes runs differ) and prints the hits. The numbers in
  * src/policy/wtinylfu/tests.rs (weighted_cloud_physics_matches_caffeine) came from:
  *
  *   javac -cp "target/caffeine-replay/target/lib/*" -d target/java tests/java/WeightedReplay.java
  *   java -cp "target/java:target/caffeine-replay/target/lib/*" WeightedReplay \
- *       ../shared/reference/cloudPhysicsIO.keys.txt 1000 10000 100000 500000
+ *       tests/data/reference/cloudPhysicsIO.keys.txt 1000 10000 100000 500000
  *
  * (target/caffeine-replay is built by `python tests/caffeine_oracle.py` or the slow Caffeine test.)
  */

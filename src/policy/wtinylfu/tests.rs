@@ -194,7 +194,7 @@ fn weighted_capacity_counts_sizes() {
 
 // ---- against a real Caffeine cache ---------------------------------------------------------------------------
 
-const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/reference");
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/reference");
 
 /// The numbers after `"name": [` in the first `section` block of the expected-results JSON.
 fn json_numbers(json: &str, section: &str, name: &str) -> Vec<u64> {
