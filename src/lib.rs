@@ -3,6 +3,7 @@
 //! feature, so `cargo test` runs without linking an interpreter.
 
 pub mod capture;
+pub mod curve;
 pub mod error;
 pub mod hash;
 pub mod net;

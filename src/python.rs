@@ -316,6 +316,45 @@ impl Simulation {
         py.detach(|| inner.feed(&ev)).map_err(value_err)
     }
 
+    /// Adds an exact LRU curve at `capacities`: in entries, or in bytes when `entry_overhead` is given (each
+    /// entry weighs value + key + field + overhead bytes). Before the first `feed`.
+    #[pyo3(signature = (capacities, entry_overhead=None, window_columns=64))]
+    fn add_lru_curve(&mut self, capacities: Vec<u64>, entry_overhead: Option<u32>, window_columns: usize) -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        self.inner.add_lru_curve(&capacities, unit, window_columns).map_err(value_err)
+    }
+
+    /// One dict per curve: `capacities` (sorted), and at each capacity `hits`, `bytes_hit`,
+    /// `commands_served`; `lookups`, `bytes_looked_up`, `commands`; `window_capacities` and `window_hits`,
+    /// hits per window at each of them (uint64[windows, window_capacities]).
+    fn curves<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        use crate::curve::lru::cumulative;
+        self.inner
+            .curves()
+            .iter()
+            .map(|curve| {
+                let c = curve.counts();
+                let d = PyDict::new(py);
+                let columns = curve.window_capacities();
+                let n = columns.len();
+                d.set_item("capacities", curve.capacities.clone().into_pyarray(py))?;
+                d.set_item("window_capacities", columns.into_pyarray(py))?;
+                d.set_item("lookups", c.lookups)?;
+                d.set_item("hits", cumulative(&c.hits).into_pyarray(py))?;
+                d.set_item("bytes_looked_up", c.bytes_looked_up)?;
+                d.set_item("bytes_hit", cumulative(&c.bytes_hit).into_pyarray(py))?;
+                d.set_item("commands", c.commands)?;
+                d.set_item("commands_served", cumulative(&c.commands_served).into_pyarray(py))?;
+                let windows: Vec<Vec<u64>> = c.window_hits.chunks(n + 1).map(cumulative).collect();
+                let flat: Vec<u64> = windows.concat();
+                let heat = numpy::ndarray::Array2::from_shape_vec((windows.len(), n), flat)
+                    .map_err(|e| value_err(e.to_string()))?;
+                d.set_item("window_hits", heat.into_pyarray(py))?;
+                Ok(d)
+            })
+            .collect()
+    }
+
     #[getter]
     fn lookups(&self) -> u64 {
         self.inner.lookups()

@@ -10,7 +10,7 @@ from cachescope.cli.common import Parser, run
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
-from cachescope.simulate.result import label
+from cachescope.simulate.result import approx_count, human_bytes, label
 from cachescope.trace.formats import FORMATS
 from cachescope.trace.readers import GRANULARITIES
 
@@ -25,6 +25,15 @@ def build_parser(prog: str) -> Parser:
         for param in spec.params:
             group.add_argument(spec.param_flag(param), dest=_param_dest(spec, param), type=float, metavar="X",
                                help=f"{spec.label}: {param.help} (default {param.default:g})")
+    curves = p.add_argument_group(
+        "curves and sizing", "the hit rate at every capacity in one pass, and the capacity that reaches a target")
+    curves.add_argument("--curve", metavar="POLICY[,POLICY...]",
+                        help="hit-rate curve of these policies (lru: exact, Mattson's stack algorithm)")
+    curves.add_argument("--curve-capacities", default="auto", metavar="auto|C1,C2,...|MIN:MAX:N",
+                        help="the curve's capacities: auto (log-spaced 2%% apart up to the unique keys), a list, or "
+                             "N log-spaced points from MIN to MAX; entries or bytes (64MiB:8GiB:200)")
+    curves.add_argument("--target", metavar="RATE[,RATE...]",
+                        help="hit rates to size for (70%%,80%%): the smallest capacity on the curve that reaches each")
     p.add_argument("--format", choices=FORMATS, help="trace format (default: from the extension or the content)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
@@ -83,6 +92,9 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         ports=args.port or (6379,),
         progress=not args.no_progress,
         params=_given_params(args),
+        curve=args.curve,
+        curve_capacities=args.curve_capacities,
+        target=args.target,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if args.timeline:
@@ -129,6 +141,7 @@ def format_summary(result) -> str:
     for row in result.summary.to_dict("records"):
         lines.append(_format_row(columns, row, label(row["policy"], row["capacity"], row["capacity_unit"])))
     lines.append(_format_row(columns, result.infinite, "infinite (bound)"))
+    lines.extend(format_curves(result))
     lines.append("")
     lines.append("hit rate = lookup hits / lookups, cold start included; the infinite cache never evicts.")
     if any(name == "cmds served" for name, _, _ in columns):
@@ -137,6 +150,48 @@ def format_summary(result) -> str:
     if any(name == "warm-up" for name, _, _ in columns):
         lines.append("warm-up / recovery = time until the hit rate over a window is within 5% of the steady rate.")
     return "\n".join(lines)
+
+
+def format_curves(result) -> list[str]:
+    """A few points of each curve (one per decade, and the sizing answers), then the sizing answers."""
+    if result.curves.empty:
+        return []
+    import numpy as np
+
+    lines = []
+    for (policy, unit), curve in result.curves.groupby(["policy", "capacity_unit"], sort=False):
+        fmt = human_bytes if unit == "bytes" else approx_count
+        sized = {int(r["capacity"]) for r in result.sizing.to_dict("records") if r["reachable"]}
+        caps = curve["capacity"].to_numpy()
+        decades = {int(caps[np.searchsorted(caps, 10**k)]) for k in range(0, 19) if 10**k <= caps[-1]}
+        shown = curve[curve["capacity"].isin(decades | sized | {int(caps[-1])})]
+        method = curve["method"].iloc[0]
+        lines += ["", f"{POLICIES[policy].label} curve ({method}, {len(curve):,} capacities in one pass)"]
+        lines.append(f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}")
+        for row in shown.to_dict("records"):
+            lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}")
+    for row in result.sizing.to_dict("records"):
+        fmt = human_bytes if row["capacity_unit"] == "bytes" else (lambda n: f"{int(n):,} entries")
+        name = POLICIES[row["policy"]].label
+        if not row["reachable"]:
+            lines.append(f"{name} for {row['target']:.0%}: out of reach; even an infinite cache reaches only "
+                         f"{row['bound_hit_rate']:.2%}")
+            continue
+        memory = ""
+        if row["capacity_unit"] == "entries" and not _missing(row.get("capacity_bytes")):
+            memory = f" (~{human_bytes(row['capacity_bytes'])} at the mean entry size and the entry overhead)"
+        per_s = ""
+        if not _missing(row.get("lookups_saved_per_s")):
+            per_s = (f"; saves {row['lookups_saved_per_s']:,.0f} lookups/s and "
+                     f"{row['round_trips_saved_per_s']:,.0f} round trips/s")
+        knee = row.get("knee_capacity")
+        lines.append(f"{name} for {row['target']:.0%}: {fmt(row['capacity'])} per pod{memory} -> "
+                     f"{row['hit_rate']:.2%}{per_s}" + ("" if _missing(knee) else f"; knee at {fmt(knee)}"))
+    return lines
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 def _columns(result):

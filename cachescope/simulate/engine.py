@@ -10,8 +10,10 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import parse_capacities
+from cachescope.simulate.curve import curve_capacities as curve_capacities_of, parse_curve_policies
 from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
+from cachescope.simulate.sizing import parse_targets
 from cachescope.trace.readers import TraceSource, open_trace
 
 DEFAULT_WINDOW = 10_000
@@ -34,6 +36,9 @@ def simulate_trace(
     ports=(6379,),
     progress: bool = False,
     params: dict | None = None,
+    curve=None,
+    curve_capacities="auto",
+    target=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -54,9 +59,17 @@ def simulate_trace(
       sizes (text formats) need `assume_value_size`.
     - a packet capture is parsed on the fly, its Redis server on `ports`.
     - `progress` draws a bar on stderr for long traces.
+    - `curve` (`"lru"`): the hit rate at every capacity of `curve_capacities` in one pass (`"auto"`: log-spaced
+      2% apart up to the trace's unique keys; `"1e3,1e4"`; `"MIN:MAX:N"`); `target` (`"70%,80%"`): the
+      smallest capacity on the curve that reaches each hit rate (`result.curves`, `result.sizing`).
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
-    runs = _requested_runs(capacities)
+    curve_policies = [] if curve is None else parse_curve_policies(curve)
+    curve_caps, curve_unit = curve_capacities_of(curve_capacities) if curve_policies else ([], "entries")
+    targets = [] if target is None else parse_targets(target)
+    if targets and not curve_policies:
+        raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
+    runs = _requested_runs(capacities, required=not curve_policies)
     policy_params = _policy_params(params or {}, {name for name, _ in runs})
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
@@ -83,9 +96,11 @@ def simulate_trace(
             restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
             future=future,
         )
+        for _ in curve_policies:
+            sim.add_lru_curve(curve_caps, entry_overhead if curve_unit == "bytes" else None)
     except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
         raise UsageError(str(e)) from None
-    needs_sizes = any(c.unit == "bytes" for _, c in runs)
+    needs_sizes = any(c.unit == "bytes" for _, c in runs) or curve_unit == "bytes"
     first_ts = None
     with _progress_bar(source, progress) as bar:
         for batch in source.batches():
@@ -98,7 +113,10 @@ def simulate_trace(
             except ValueError as e:
                 raise TraceFormatError(f"{source.path}: {e}") from None
             bar.update(source.bytes_read - bar.n)
-    return SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params)
+    result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params)
+    if curve_policies:
+        result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
+    return result
 
 
 def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
@@ -115,14 +133,14 @@ def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
     return _native.next_access(np.concatenate(keys) if keys else np.zeros(0, np.uint64))
 
 
-def _requested_runs(capacities: dict) -> list:
+def _requested_runs(capacities: dict, required: bool = True) -> list:
     """(registry name, capacity) for each capacity of each policy named by its keyword."""
     unknown = sorted(set(capacities) - set(BY_KEYWORD))
     if unknown:
         raise UsageError(f"unknown policy {unknown[0]!r}; registered: {', '.join(BY_KEYWORD)}")
     runs = [(BY_KEYWORD[kw].name, cap) for kw, value in capacities.items() if value is not None
             for cap in parse_capacities(value)]
-    if not runs:
+    if not runs and required:
         raise UsageError(f"no policy to simulate: give at least one of {', '.join(s.flag for s in POLICIES.values())}")
     return runs
 

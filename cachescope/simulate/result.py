@@ -32,6 +32,13 @@ class SimulationResult:
         self.window = window
         self.has_clock = has_clock
         self.granularity = granularity
+        self.curves = pd.DataFrame()
+        """One row per curve and capacity (`policy`, `capacity_unit`, `method`, `sample_rate`, `capacity`,
+        `hits`, `hit_rate`, `round_trips_saved`, `command_hit_rate`, ...)."""
+        self.curve_timeline = pd.DataFrame()
+        """Hits per timeline window at the curve's timeline capacities: the capacity x time heatmap."""
+        self.sizing = pd.DataFrame()
+        """One row per curve and target hit rate: the smallest capacity that reaches it."""
 
     @classmethod
     def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
@@ -53,6 +60,31 @@ class SimulationResult:
         return cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
                    source.granularity, first_ts, restarts, params)
 
+    def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
+        """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
+        from cachescope.simulate.curve import curve_frames
+        from cachescope.simulate.sizing import sizing_frame
+
+        self.curves, heat = curve_frames(native, unit, self.unique_keys)
+        if len(heat):
+            bound = self.timeline[self.timeline["policy"] == INFINITE.name]
+            meta = bound[[c for c in ("window", "end_lookup", "lookups", "ts_ns", "seconds") if c in bound]]
+            heat = heat.merge(meta, on="window", how="left")
+            heat["hit_rate"] = heat["hits"] / heat["lookups"].clip(lower=1)
+        self.curve_timeline = heat
+        if targets:
+            lookups = self.infinite["lookups"]
+            looked = int(self.curves["bytes_looked_up"].iloc[0]) if "bytes_looked_up" in self.curves else 0
+            per_entry = (looked / lookups if lookups else 0.0) + entry_overhead if looked else None
+            self.sizing = sizing_frame(self.curves, targets, self.infinite["hit_rate"], self.duration_s(), per_entry)
+
+    def duration_s(self) -> float | None:
+        """Seconds from the first to the last lookup, when the trace has a clock."""
+        if not self.has_clock or "ts_ns" not in self.timeline or self.first_ts is None or self.timeline.empty:
+            return None
+        span = (int(self.timeline["ts_ns"].max()) - self.first_ts) / 1e9
+        return span if span > 0 else None
+
     def to_json(self) -> dict:
         """The document `simulate.py --json` prints (contract in DESIGN.md)."""
         trace = {
@@ -68,11 +100,29 @@ class SimulationResult:
         }
         results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary.to_dict("records")]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
-        return {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
+        doc = {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
+        if len(self.curves):
+            doc["curves"] = [
+                {"policy": policy, "capacity_unit": unit, "method": group["method"].iloc[0],
+                 "sample_rate": float(group["sample_rate"].iloc[0]),
+                 "points": [{k: _plain(v) for k, v in row.items()
+                             if k not in ("policy", "capacity_unit", "method", "sample_rate") and not _missing(v)}
+                            for row in group.to_dict("records")]}
+                for (policy, unit), group in self.curves.groupby(["policy", "capacity_unit"], sort=False)
+            ]
+        if len(self.sizing):
+            doc["sizing"] = [{k: _plain(v) for k, v in row.items() if not _missing(v)}
+                             for row in self.sizing.to_dict("records")]
+        return doc
 
     def plot(self, path: str | None = None, title: str | None = None, ax=None):
         """Hit rate over time, one line per policy and capacity, on `ax` or a new figure; saved to `path` if
-        given. Returns the Figure."""
+        given. With curves (and no `ax`), the curves against capacity and their heatmap over time instead.
+        Returns the Figure."""
+        if len(self.curves) and ax is None:
+            from cachescope.simulate.curve_plot import plot_curves
+
+            return plot_curves(self, path, title)
         from cachescope.simulate.plot import plot_timeline
 
         return plot_timeline(self, path, title, ax)
@@ -160,6 +210,15 @@ def human_bytes(n) -> str:
         if n >= 1 << shift:
             return f"{n / (1 << shift):g} {suffix}" if n % (1 << (shift - 10)) == 0 else f"{n / (1 << shift):.1f} {suffix}"
     return f"{n} B"
+
+
+def approx_count(n) -> str:
+    """Three significant digits: `21.6k`, `5.85k`, `1.2M`; small numbers whole."""
+    n = int(n)
+    for div, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n >= div:
+            return f"{n / div:.3g}{suffix}"
+    return f"{n}"
 
 
 def human_count(n) -> str:

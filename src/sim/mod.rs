@@ -13,12 +13,14 @@ mod run;
 pub use events::Events;
 pub use options::{Options, Unit, WriteMode};
 pub use run::{Counters, Run};
+pub(crate) use membership::Membership;
+pub(crate) use run::next_restart;
 
 use std::sync::Arc;
 
 use crate::hash::KeySet;
 use crate::trace::reader::OP_READ;
-use membership::Membership;
+use crate::curve::LruCurve;
 
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
 #[derive(Clone, Debug)]
@@ -37,6 +39,8 @@ impl RunSpec {
 
 pub struct Simulation {
     runs: Vec<Run>,
+    /// Exact LRU curves, fed the same events as the runs.
+    curves: Vec<LruCurve>,
     opts: Options,
     members: Membership,
     /// Unique read keys, counted when a run's resident set no longer tells (restarts, TTL, invalidation).
@@ -72,6 +76,7 @@ impl Simulation {
         let members = Membership::new(opts.refreshes.iter().map(|r| r.1));
         Ok(Simulation {
             runs,
+            curves: Vec::new(),
             opts,
             members,
             unique_reads: None,
@@ -81,6 +86,26 @@ impl Simulation {
             first_ts: None,
             last_ts: 0,
         })
+    }
+
+    /// Adds an exact LRU curve at `capacities` (in `unit`; at most `window_columns` of them in the timeline).
+    pub fn add_lru_curve(&mut self, capacities: &[u64], unit: Unit, window_columns: usize) -> Result<(), String> {
+        if let Some(what) = LruCurve::unsupported(&self.opts) {
+            return Err(format!("the exact LRU curve cannot model {what}: run single capacities instead"));
+        }
+        if self.lookups > 0 {
+            return Err("curves must be added before the first batch".into());
+        }
+        if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
+            return Err("an exact LRU curve in bytes cannot model invalidation (a freed slot is refilled \
+                        differently at each capacity): use entries, or single byte capacities".into());
+        }
+        self.curves.push(LruCurve::new(capacities, unit, window_columns)?);
+        Ok(())
+    }
+
+    pub fn curves(&self) -> &[LruCurve] {
+        &self.curves
     }
 
     /// Plain entry-count runs of the named policies: the simplest use, and the benchmarks'.
@@ -128,14 +153,19 @@ impl Simulation {
                 run.process(ev, members, opts, first_ts)
             }
         };
-        if self.runs.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
+        let trace_curve = |curve: &mut LruCurve| curve.process(ev, members, opts, first_ts);
+        if self.runs.len() + self.curves.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 for run in self.runs.iter_mut() {
                     s.spawn(move || process(run));
                 }
+                for curve in self.curves.iter_mut() {
+                    s.spawn(move || trace_curve(curve));
+                }
             });
         } else {
             self.runs.iter_mut().for_each(process);
+            self.curves.iter_mut().for_each(trace_curve);
         }
         Ok(())
     }

@@ -194,7 +194,7 @@ impl Run {
 }
 
 /// The first restart after `last` (or after the trace's start): an explicit time or the next interval.
-fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i64>) -> Option<i64> {
+pub(crate) fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i64>) -> Option<i64> {
     let after = last.or(first_ts)?;
     let explicit = opts.restarts_at.iter().copied().find(|&r| r > after);
     let periodic = opts.restart_every_ns.zip(first_ts).map(|(every, first)| {

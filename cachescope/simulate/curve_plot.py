@@ -1,0 +1,119 @@
+"""The sizing picture: hit rate against capacity (log scale) with the infinite bound, the targets, the answer
+and the knee; beside it, the hit rate over time at every capacity (a heatmap)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from cachescope.simulate.registry import POLICIES
+from cachescope.simulate.result import approx_count, human_bytes, human_count
+
+
+def plot_curves(result, path: str | None = None, title: str | None = None):
+    """Draws the curves and the capacity x time heatmap of the first curve; saves to `path` if given; returns
+    the Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(13, 5.5), dpi=120)
+    curve_ax, heat_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
+    _draw_curves(result, curve_ax)
+    _draw_heatmap(result, heat_ax, fig)
+    name = os.path.basename(result.trace.path)
+    fig.suptitle(title or f"How big a cache: {name} ({result.trace.lookups:,} lookups, "
+                 f"{result.unique_keys:,} unique keys)")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def _fmt_capacity(unit):
+    return (lambda v: human_bytes(v)) if unit == "bytes" else (lambda v: approx_count(round(v)))
+
+
+def _draw_curves(result, ax):
+    from matplotlib.ticker import FuncFormatter
+
+    unit = "entries"
+    for (policy, unit), curve in result.curves.groupby(["policy", "capacity_unit"], sort=False):
+        method = curve["method"].iloc[0]
+        label = f"{POLICIES[policy].label} ({method})"
+        ax.plot(curve["capacity"], curve["hit_rate"] * 100, linewidth=2, label=label)
+        if "command_hit_rate" in curve and result.trace.commands != result.trace.lookups:
+            ax.plot(curve["capacity"], curve["command_hit_rate"] * 100, linewidth=1, linestyle="-.",
+                    label=f"{POLICIES[policy].label}: round trips saved")
+    runs = result.summary
+    if len(runs):
+        for policy, group in runs[runs["capacity_unit"] == unit].groupby("policy"):
+            ax.scatter(group["capacity"], group["hit_rate"] * 100, zorder=3, s=24,
+                       label=f"{POLICIES[policy].label} runs")
+    ax.axhline(result.infinite["hit_rate"] * 100, color="0.45", linestyle="--", linewidth=1.2,
+               label=f"infinite (bound): {result.infinite['hit_rate']:.1%}")
+    fmt = _fmt_capacity(unit)
+    for row in result.sizing.to_dict("records"):
+        ax.axhline(row["target"] * 100, color="tab:red", linewidth=0.8, alpha=0.6)
+        if not row["reachable"]:
+            ax.annotate(f"{row['target']:.0%}: out of reach", (1, row["target"] * 100), textcoords="offset points",
+                        xytext=(4, 3), fontsize=8, color="tab:red")
+        else:
+            ax.axvline(row["capacity"], color="tab:red", linewidth=0.8, linestyle=":")
+            ax.annotate(f"{row['target']:.0%}: {fmt(row['capacity'])}", (row["capacity"], row["target"] * 100),
+                        textcoords="offset points", xytext=(4, -12), fontsize=8, color="tab:red")
+    knees = {r["knee_capacity"] for r in result.sizing.to_dict("records") if r.get("knee_capacity")}
+    for knee in knees:
+        ax.axvline(knee, color="tab:green", linewidth=0.8, linestyle="--")
+        ax.annotate(f"knee {fmt(knee)}", (knee, 2), textcoords="offset points", xytext=(3, 0), fontsize=8,
+                    color="tab:green")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v) if v >= 1 else ""))
+    ax.set_ylim(0, 100)
+    ax.set_xlabel(f"cache capacity per pod ({unit})")
+    ax.set_ylabel("hit rate (%)")
+    ax.set_title("Hit rate at every capacity")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="upper left", fontsize=8)
+
+
+def _draw_heatmap(result, ax, fig):
+    heat = result.curve_timeline
+    if heat.empty:
+        ax.set_axis_off()
+        return
+    first = heat[heat["policy"] == heat["policy"].iloc[0]]
+    unit = first["capacity_unit"].iloc[0]
+    grid = first.pivot(index="capacity", columns="window", values="hit_rate").sort_index()
+    if "seconds" in first and first["seconds"].notna().all():
+        xs = first.drop_duplicates("window").sort_values("window")["seconds"].to_numpy()
+        span = xs.max() if len(xs) else 0
+        scale, xlabel = (3600.0, "hours") if span >= 7200 else (60.0, "minutes") if span >= 120 else (1.0, "seconds")
+        xs = xs / scale
+        xlabel = f"time since the first lookup ({xlabel})"
+    else:
+        xs = first.drop_duplicates("window").sort_values("window")["end_lookup"].to_numpy().astype(float)
+        xlabel = "lookups"
+    caps = grid.index.to_numpy(dtype=float)
+    mesh = ax.pcolormesh(_edges(xs, linear=True), _edges(caps, linear=False), grid.to_numpy() * 100,
+                         cmap="viridis", vmin=0, vmax=100, shading="flat")
+    ax.set_yscale("log")
+    fmt = _fmt_capacity(unit)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v) if v >= 1 else ""))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"capacity ({unit})")
+    ax.set_title(f"Hit rate over time at every capacity (windows of {human_count(result.window)} lookups)")
+    fig.colorbar(mesh, ax=ax, label="hit rate (%)")
+
+
+def _edges(centers: np.ndarray, linear: bool) -> np.ndarray:
+    """Cell edges around each value: window ends stand for the window before them; capacities are centres on
+    a log axis."""
+    if len(centers) == 1:
+        return np.array([centers[0] * 0.5, centers[0] * 1.5]) if not linear else np.array([0.0, centers[0]])
+    if linear:
+        return np.concatenate([[0.0], centers])
+    logs = np.log(centers)
+    mids = (logs[1:] + logs[:-1]) / 2
+    return np.exp(np.concatenate([[logs[0] - (mids[0] - logs[0])], mids, [logs[-1] + (logs[-1] - mids[-1])]]))

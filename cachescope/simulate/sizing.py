@@ -1,0 +1,81 @@
+"""The sizing answer, arithmetic on a curve: the smallest capacity that reaches each target hit rate, the
+knee of the curve, and what the cache saves there."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from cachescope.errors import UsageError
+
+KNEE_GAIN = 0.01
+"""The knee: the capacity from which on doubling the cache gains less than one point of hit rate."""
+
+
+def parse_targets(value) -> list[float]:
+    """`70%`, `0.7`, or a comma list of them, as fractions in (0, 1]."""
+    items = value.split(",") if isinstance(value, str) else ([value] if isinstance(value, (int, float)) else list(value))
+    targets = []
+    for item in items:
+        text = str(item).strip()
+        m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(%?)", text)
+        if not m:
+            raise UsageError(f"target {text!r} is not a hit rate (70% or 0.7)")
+        x = float(m.group(1)) / (100 if m.group(2) else 1)
+        if not 0 < x <= 1:
+            raise UsageError(f"target {text!r} must be a hit rate above 0 and at most 100%")
+        targets.append(x)
+    if not targets:
+        raise UsageError("no target hit rate given")
+    return list(dict.fromkeys(targets))
+
+
+def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: float, duration_s: float | None,
+                 bytes_per_entry: float | None) -> pd.DataFrame:
+    """One row per curve and target: the smallest capacity of the curve that reaches the target (None when
+    none does: `reachable` is false and `bound_hit_rate` says how far the infinite cache goes), its hit rates,
+    memory and savings, and the curve's knee. `bytes_per_entry` turns an entry capacity into bytes (the
+    memory model's mean weight of an entry); `duration_s` turns counts into rates."""
+    rows = []
+    if curves.empty:
+        return pd.DataFrame()
+    for (policy, unit), curve in curves.groupby(["policy", "capacity_unit"], sort=False):
+        curve = curve.sort_values("capacity")
+        caps = curve["capacity"].to_numpy()
+        rates = curve["hit_rate"].to_numpy()
+        knee = _knee(caps, rates)
+        for target in targets:
+            reached = np.nonzero(rates >= target - 1e-12)[0]
+            row = {"policy": policy, "capacity_unit": unit, "target": target, "reachable": bool(len(reached)),
+                   "bound_hit_rate": bound_hit_rate, "knee_capacity": knee}
+            if len(reached):
+                at = curve.iloc[reached[0]]
+                row.update(capacity=int(at["capacity"]), hit_rate=float(at["hit_rate"]),
+                           command_hit_rate=float(at["command_hit_rate"]))
+                if "byte_hit_rate" in at:
+                    row["byte_hit_rate"] = float(at["byte_hit_rate"])
+                if unit == "bytes":
+                    row["capacity_bytes"] = int(at["capacity"])
+                elif bytes_per_entry is not None:
+                    row["capacity_bytes"] = int(round(at["capacity"] * bytes_per_entry))
+                if duration_s:
+                    row["lookups_saved_per_s"] = float(at["hits"]) / duration_s
+                    row["round_trips_saved_per_s"] = float(at["round_trips_saved"]) / duration_s
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _knee(caps: np.ndarray, rates: np.ndarray):
+    """The smallest capacity C of the curve from which on doubling the cache (to the curve's largest capacity
+    up to 2C) never gains a point of hit rate: past the knee, memory buys little. None for a curve too short
+    to tell (its largest capacity still gains)."""
+    knee = None
+    for i in range(len(caps) - 1, -1, -1):
+        j = np.searchsorted(caps, 2 * caps[i], side="right") - 1
+        if j > i and rates[j] - rates[i] >= KNEE_GAIN:
+            break
+        if j > i:
+            knee = int(caps[i])
+    return knee

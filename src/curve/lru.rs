@@ -1,0 +1,221 @@
+//! The exact LRU curve over a stream of events: every lookup's stack depth, counted in the bucket of the
+//! smallest capacity it fits, so that the hits at capacity `c[i]` are the sum of buckets `0..=i`. The same
+//! for bytes hit, for commands served whole (a command is served at C when its deepest lookup fits C), and
+//! per timeline window (the capacity x time heatmap). Memory: the stack (a few words per unique key) plus
+//! one bucket per capacity and window.
+
+use super::stack::Stack;
+use crate::sim::events::{Events, UNKNOWN_SIZE};
+use crate::sim::options::{Options, Unit, WriteMode};
+use crate::sim::Membership;
+use crate::trace::reader::{OP_READ, OP_WRITE};
+
+/// What one pass counted, in buckets: index `i` holds what first fits `capacities[i]`; the last bucket holds
+/// what fits none (misses at every capacity, first references included).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CurveCounts {
+    pub lookups: u64,
+    pub hits: Vec<u64>,
+    pub bytes_looked_up: u64,
+    pub bytes_hit: Vec<u64>,
+    pub commands: u64,
+    pub commands_served: Vec<u64>,
+    /// hits per window, at every `window_stride`-th capacity: `window_capacities().len() + 1` buckets each,
+    /// windows one after another.
+    pub window_hits: Vec<u64>,
+}
+
+pub struct LruCurve {
+    pub capacities: Vec<u64>,
+    pub unit: Unit,
+    /// The timeline keeps every `window_stride`-th capacity (the first included): a fine curve needs many
+    /// capacities, a heatmap only enough to draw, and its memory is capacities x windows.
+    pub window_stride: usize,
+    stack: Stack,
+    counts: CurveCounts,
+    open_window: Vec<u64>,
+    open_window_lookups: u64,
+    /// The command being counted, and the bucket of its deepest lookup so far.
+    open_req: Option<u64>,
+    open_req_bucket: usize,
+    last_restart: Option<i64>,
+}
+
+impl LruCurve {
+    /// `capacities` in entries or bytes (as `unit` says), at least one, each at least 1; the timeline keeps
+    /// at most `window_columns` of them.
+    pub fn new(capacities: &[u64], unit: Unit, window_columns: usize) -> Result<LruCurve, String> {
+        let mut capacities = capacities.to_vec();
+        capacities.sort_unstable();
+        capacities.dedup();
+        if capacities.first().is_none_or(|&c| c == 0) {
+            return Err("a curve needs capacities of at least 1".into());
+        }
+        let buckets = capacities.len() + 1;
+        let window_stride = capacities.len().div_ceil(window_columns.max(1));
+        let window_buckets = (capacities.len() - 1) / window_stride + 2;
+        Ok(LruCurve {
+            window_stride,
+            stack: Stack::new(matches!(unit, Unit::Bytes { .. })),
+            counts: CurveCounts {
+                hits: vec![0; buckets],
+                bytes_hit: vec![0; buckets],
+                commands_served: vec![0; buckets],
+                ..CurveCounts::default()
+            },
+            open_window: vec![0; window_buckets],
+            open_window_lookups: 0,
+            open_req: None,
+            open_req_bucket: 0,
+            last_restart: None,
+            capacities,
+            unit,
+        })
+    }
+
+    /// Options a curve cannot model exactly: TTLs and refresh schedules act on each capacity's own admission
+    /// times, so no single stack describes them.
+    pub fn unsupported(opts: &Options) -> Option<&'static str> {
+        if opts.ttl_ns.is_some() {
+            Some("a TTL")
+        } else if !opts.refreshes.is_empty() {
+            Some("a refresh schedule")
+        } else {
+            None
+        }
+    }
+
+    /// Counts the events, in trace order.
+    pub fn process(&mut self, ev: &Events, members: &Membership, opts: &Options, first_ts: Option<i64>) {
+        let mut next_restart = crate::sim::next_restart(opts, first_ts, self.last_restart);
+        for i in 0..ev.len() {
+            if let (Some(t), Some(r)) = (ev.ts(i), next_restart) {
+                if t >= r {
+                    self.stack.clear();
+                    self.last_restart = Some(r);
+                    next_restart = crate::sim::next_restart(opts, first_ts, self.last_restart);
+                    // Several restarts may fall before this event: the stack is empty after each.
+                    while next_restart.is_some_and(|n| t >= n) {
+                        self.last_restart = next_restart;
+                        next_restart = crate::sim::next_restart(opts, first_ts, self.last_restart);
+                    }
+                }
+            }
+            match ev.op(i) {
+                OP_READ => self.read(ev, i, opts),
+                op => self.write(ev, i, op == OP_WRITE, members, opts),
+            }
+        }
+    }
+
+    fn read(&mut self, ev: &Events, i: usize, opts: &Options) {
+        if let Some(req) = ev.req(i) {
+            if self.open_req != Some(req) {
+                self.close_command();
+                self.open_req = Some(req);
+                self.open_req_bucket = 0;
+            }
+        }
+        let value = ev.value_size(i);
+        let known_value = if value == UNKNOWN_SIZE { 0 } else { value };
+        let cacheable = opts.allow.as_ref().is_none_or(|allow| allow.contains(&ev.field(i)));
+        let miss = self.capacities.len();
+        let bucket = if cacheable {
+            let weight = match self.unit {
+                Unit::Entries => 1,
+                Unit::Bytes { entry_overhead } => {
+                    known_value.saturating_add(ev.key_bytes(i)).saturating_add(entry_overhead)
+                }
+            };
+            match self.stack.access(ev.keys[i], weight) {
+                Some(depth) => self.capacities.partition_point(|&c| c < depth),
+                None => miss,
+            }
+        } else {
+            miss
+        };
+        let c = &mut self.counts;
+        c.lookups += 1;
+        c.hits[bucket] += 1;
+        if value != UNKNOWN_SIZE {
+            c.bytes_looked_up += u64::from(value);
+            c.bytes_hit[bucket] += u64::from(value);
+        }
+        if ev.req(i).is_none() {
+            c.commands += 1;
+            c.commands_served[bucket] += 1;
+        } else {
+            self.open_req_bucket = self.open_req_bucket.max(bucket);
+        }
+        let column = if bucket == miss { self.open_window.len() - 1 } else { bucket.div_ceil(self.window_stride) };
+        self.open_window[column] += 1;
+        self.open_window_lookups += 1;
+        if self.open_window_lookups == opts.window {
+            self.close_window();
+        }
+    }
+
+    fn write(&mut self, ev: &Events, i: usize, is_write: bool, members: &Membership, opts: &Options) {
+        let invalidates = match opts.writes {
+            WriteMode::Ignore => false,
+            WriteMode::Update => !is_write,
+            WriteMode::Invalidate => true,
+        };
+        if invalidates {
+            let key = ev.keys[i];
+            self.stack.remove(key);
+            if ev.field(i) == 0 {
+                for &k in members.entity_members(ev.entity(i)) {
+                    self.stack.remove(k);
+                }
+            }
+        }
+    }
+
+    fn close_command(&mut self) {
+        if self.open_req.take().is_some() {
+            self.counts.commands += 1;
+            self.counts.commands_served[self.open_req_bucket] += 1;
+        }
+    }
+
+    fn close_window(&mut self) {
+        self.counts.window_hits.extend_from_slice(&self.open_window);
+        self.open_window.iter_mut().for_each(|b| *b = 0);
+        self.open_window_lookups = 0;
+    }
+
+    /// The counts so far, the open command closed and a final partial window included.
+    pub fn counts(&self) -> CurveCounts {
+        let mut counts = self.counts.clone();
+        if self.open_req.is_some() {
+            counts.commands += 1;
+            counts.commands_served[self.open_req_bucket] += 1;
+        }
+        if self.open_window_lookups > 0 {
+            counts.window_hits.extend_from_slice(&self.open_window);
+        }
+        counts
+    }
+
+    /// The capacities the timeline keeps.
+    pub fn window_capacities(&self) -> Vec<u64> {
+        self.capacities.iter().step_by(self.window_stride).copied().collect()
+    }
+
+    /// Keys in the stack: the resident entries of an LRU as large as the trace's unique keys.
+    pub fn unique_resident(&self) -> usize {
+        self.stack.len()
+    }
+}
+
+/// Running sums of buckets: `out[i]` = what fits `capacities[i]` (the miss bucket is dropped).
+pub fn cumulative(buckets: &[u64]) -> Vec<u64> {
+    buckets[..buckets.len() - 1]
+        .iter()
+        .scan(0u64, |sum, &b| {
+            *sum += b;
+            Some(*sum)
+        })
+        .collect()
+}
