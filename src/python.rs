@@ -316,6 +316,26 @@ impl Simulation {
         py.detach(|| inner.feed(&ev)).map_err(value_err)
     }
 
+    /// Adds a SHARDS estimate of the LRU curve (see `add_lru_curve` for the units): `samples` disjoint
+    /// samples of `rate` of the keys each, and with `max_keys` at most that many keys in each.
+    #[pyo3(signature = (capacities, rate, samples, max_keys=None, entry_overhead=None))]
+    fn add_shards(&mut self, capacities: Vec<u64>, rate: f64, samples: usize, max_keys: Option<usize>,
+                  entry_overhead: Option<u32>) -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        self.inner.add_shards(&capacities, unit, rate, samples, max_keys).map_err(value_err)
+    }
+
+    /// Adds miniature simulations of `policy` at `capacities`: `samples` disjoint samples of `rate` of the
+    /// keys each, run through caches of capacity x rate.
+    #[pyo3(signature = (policy, capacities, rate, samples, params=HashMap::new(), entry_overhead=None))]
+    fn add_minisim(&mut self, policy: &str, capacities: Vec<u64>, rate: f64, samples: usize,
+                   params: HashMap<String, f64>, entry_overhead: Option<u32>) -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        let mut params: Vec<(String, f64)> = params.into_iter().collect();
+        params.sort_by(|a, b| a.0.cmp(&b.0));
+        self.inner.add_minisim(policy, &capacities, unit, &params, rate, samples).map_err(value_err)
+    }
+
     /// Adds an exact LRU curve at `capacities`: in entries, or in bytes when `entry_overhead` is given (each
     /// entry weighs value + key + field + overhead bytes). Before the first `feed`.
     #[pyo3(signature = (capacities, entry_overhead=None, window_columns=64))]
@@ -329,12 +349,19 @@ impl Simulation {
     /// hits per window at each of them (uint64[windows, window_capacities]).
     fn curves<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         use crate::curve::lru::cumulative;
+        use crate::curve::Curve;
         self.inner
             .curves()
             .iter()
             .map(|curve| {
-                let c = curve.counts();
+                let curve = match curve {
+                    Curve::Exact(c) => c,
+                    Curve::Shards(s) => return shards_dict(py, s, self.inner.lookups()),
+                    Curve::Mini(m) => return minisim_dict(py, m),
+                };
                 let d = PyDict::new(py);
+                d.set_item("method", "exact")?;
+                let c = curve.counts();
                 let columns = curve.window_capacities();
                 let n = columns.len();
                 d.set_item("capacities", curve.capacities.clone().into_pyarray(py))?;
@@ -498,6 +525,43 @@ fn policy_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             Ok(d)
         })
         .collect()
+}
+
+/// A SHARDS curve: `method`, `capacities`, the estimated `hit_rates` of each sample at each capacity
+/// (float64[samples, capacities]) and each sample's final `sample_rates`.
+fn shards_dict<'py>(py: Python<'py>, s: &crate::curve::Shards, lookups: u64) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("method", "shards")?;
+    d.set_item("capacities", s.capacities.clone().into_pyarray(py))?;
+    let rows: Vec<f64> = s.samples.iter().flat_map(|x| x.hit_rates(lookups)).collect();
+    let a = numpy::ndarray::Array2::from_shape_vec((s.samples.len(), s.capacities.len()), rows)
+        .map_err(|e| value_err(e.to_string()))?;
+    d.set_item("hit_rates", a.into_pyarray(py))?;
+    d.set_item("sample_rates", s.samples.iter().map(|x| x.rate()).collect::<Vec<_>>().into_pyarray(py))?;
+    Ok(d)
+}
+
+/// Miniature simulations: `method`, `policy`, `capacities`, `scaled_capacities`, `sample_rate`, and per salt
+/// and capacity the scaled-down runs' `lookups`, `hits`, `bytes_looked_up`, `bytes_hit` (uint64[salts, caps]).
+fn minisim_dict<'py>(py: Python<'py>, m: &crate::curve::MiniSim) -> PyResult<Bound<'py, PyDict>> {
+    let counters = m.counters();
+    let d = PyDict::new(py);
+    d.set_item("method", "minisim")?;
+    d.set_item("policy", m.policy.as_str())?;
+    d.set_item("capacities", m.capacities.clone().into_pyarray(py))?;
+    d.set_item("scaled_capacities", m.scaled_capacities().into_pyarray(py))?;
+    d.set_item("sample_rate", m.rate())?;
+    let grid = |f: &dyn Fn(&sim::Counters) -> u64| -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let rows: Vec<Vec<u64>> = counters.iter().map(|salt| salt.iter().map(f).collect()).collect();
+        let shape = (rows.len(), m.capacities.len());
+        let a = numpy::ndarray::Array2::from_shape_vec(shape, rows.concat()).map_err(|e| value_err(e.to_string()))?;
+        Ok(a.into_pyarray(py))
+    };
+    d.set_item("lookups", grid(&|c| c.lookups)?)?;
+    d.set_item("hits", grid(&|c| c.hits)?)?;
+    d.set_item("bytes_looked_up", grid(&|c| c.bytes_looked_up)?)?;
+    d.set_item("bytes_hit", grid(&|c| c.bytes_hit)?)?;
+    Ok(d)
 }
 
 #[pymodule]

@@ -117,7 +117,8 @@ def test_an_unreachable_target_says_so_and_gives_the_bound(tmp):
     (["--ttl", "10s"], "cannot model a TTL"),
     (["--curve-capacities", "64MiB,1GiB", "--writes", "invalidate"], "cannot model invalidation"),
     (["--target", "70%", "--lru", "10"], "give --curve"),
-    (["--curve", "arc"], "no curve for policy 'arc'"),
+    (["--curve", "belady"], "no curve for policy 'belady'"),
+    (["--sample", "40%", "--salts", "4"], "do not fit in all the keys"),
     (["--target", "170%"], "at most 100%"),
     (["--curve-capacities", "10:5:3"], "MIN < MAX"),
 ])

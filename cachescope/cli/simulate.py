@@ -34,6 +34,13 @@ def build_parser(prog: str) -> Parser:
                              "N log-spaced points from MIN to MAX; entries or bytes (64MiB:8GiB:200)")
     curves.add_argument("--target", metavar="RATE[,RATE...]",
                         help="hit rates to size for (70%%,80%%): the smallest capacity on the curve that reaches each")
+    curves.add_argument("--sample", metavar="RATE",
+                        help="sample this share of the keys (1%%): SHARDS for lru, miniature simulations for the "
+                             "others (which sample 1%% by default); every sampled curve has an error band")
+    curves.add_argument("--sample-keys", type=int, metavar="N",
+                        help="SHARDS with a fixed-size sample of at most N keys (memory bounded whatever the trace)")
+    curves.add_argument("--salts", type=int, default=4, metavar="K",
+                        help="samples per sampled curve; their spread is the error band (default 4)")
     p.add_argument("--format", choices=FORMATS, help="trace format (default: from the extension or the content)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
@@ -95,6 +102,9 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         curve=args.curve,
         curve_capacities=args.curve_capacities,
         target=args.target,
+        sample=args.sample,
+        sample_keys=args.sample_keys,
+        salts=args.salts,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if args.timeline:
@@ -159,17 +169,25 @@ def format_curves(result) -> list[str]:
     import numpy as np
 
     lines = []
-    for (policy, unit), curve in result.curves.groupby(["policy", "capacity_unit"], sort=False):
+    for (policy, unit, method), curve in result.curves.groupby(["policy", "capacity_unit", "method"], sort=False):
         fmt = human_bytes if unit == "bytes" else approx_count
         sized = {int(r["capacity"]) for r in result.sizing.to_dict("records") if r["reachable"]}
         caps = curve["capacity"].to_numpy()
-        decades = {int(caps[np.searchsorted(caps, 10**k)]) for k in range(0, 19) if 10**k <= caps[-1]}
-        shown = curve[curve["capacity"].isin(decades | sized | {int(caps[-1])})]
-        method = curve["method"].iloc[0]
-        lines += ["", f"{POLICIES[policy].label} curve ({method}, {len(curve):,} capacities in one pass)"]
-        lines.append(f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}")
+        decades = {int(caps[min(np.searchsorted(caps, 10**k), len(caps) - 1)]) for k in range(19) if 10**k <= caps[-1]}
+        shown = curve[curve["capacity"].isin(decades | sized | {int(caps[0]), int(caps[-1])})]
+        if method == "exact":
+            how = f"exact, {len(curve):,} capacities in one pass"
+            lines += ["", f"{POLICIES[policy].label} curve ({how})", f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}"]
+            for row in shown.to_dict("records"):
+                lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}")
+            continue
+        how = (f"{'SHARDS' if method == 'shards' else 'miniature simulations'}, sampled: "
+               f"{curve['sample_rate'].iloc[0]:.3g} of the keys, {int(curve['salts'].iloc[0])} samples; "
+               "band = 2 standard deviations across samples")
+        lines += ["", f"{POLICIES[policy].label} curve ({how})", f"{'capacity':>12}  {'hit rate':>8}  {'band':>17}"]
         for row in shown.to_dict("records"):
-            lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}")
+            band = f"{row['hit_rate_low']:.2%} - {row['hit_rate_high']:.2%}"
+            lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {band:>17}")
     for row in result.sizing.to_dict("records"):
         fmt = human_bytes if row["capacity_unit"] == "bytes" else (lambda n: f"{int(n):,} entries")
         name = POLICIES[row["policy"]].label
@@ -182,10 +200,14 @@ def format_curves(result) -> list[str]:
             memory = f" (~{human_bytes(row['capacity_bytes'])} at the mean entry size and the entry overhead)"
         per_s = ""
         if not _missing(row.get("lookups_saved_per_s")):
-            per_s = (f"; saves {row['lookups_saved_per_s']:,.0f} lookups/s and "
-                     f"{row['round_trips_saved_per_s']:,.0f} round trips/s")
+            per_s = f"; saves {row['lookups_saved_per_s']:,.0f} lookups/s"
+        if not _missing(row.get("round_trips_saved_per_s")):
+            per_s += f" and {row['round_trips_saved_per_s']:,.0f} round trips/s"
+        if row["method"] != "exact":
+            name += f" ({row['method']})"
         knee = row.get("knee_capacity")
-        lines.append(f"{name} for {row['target']:.0%}: {fmt(row['capacity'])} per pod{memory} -> "
+        size = fmt(row["capacity"]) + (" or less (the curve starts there)" if row.get("at_curve_start") else "")
+        lines.append(f"{name} for {row['target']:.0%}: {size} per pod{memory} -> "
                      f"{row['hit_rate']:.2%}{per_s}" + ("" if _missing(knee) else f"; knee at {fmt(knee)}"))
     return lines
 

@@ -1,5 +1,6 @@
-"""Hit-rate curves: the hit rate at every capacity from one pass (the exact LRU stack algorithm of the core),
-as DataFrames, and which capacities a curve is asked for."""
+"""Hit-rate curves: the hit rate at every capacity from one pass, as DataFrames (LRU's exact from the core's
+stack algorithm; sampled ones, SHARDS for LRU and miniature simulations for every policy, with an error band
+from several salts), and which capacities a curve is asked for."""
 
 from __future__ import annotations
 
@@ -11,26 +12,62 @@ import pandas as pd
 from cachescope.errors import UsageError
 from cachescope.simulate.capacity import MAX_BYTES, MAX_ENTRIES, parse_capacities, parse_capacity
 
-CURVE_POLICIES = ("lru",)
-"""Policies with a curve. LRU's is exact (a stack algorithm); the others need sampled miniature simulations,
-which are not built yet."""
+EXACT = ("lru",)
+"""Policies whose curve is exact in one pass (stack algorithms); every other policy's is sampled."""
 
 AUTO_STEP = 1.02
 """`auto` capacities are log-spaced 2% apart, so that the capacity that reaches a target is known to 2%."""
 
 MAX_CURVE_POINTS = 20_000
 
+DEFAULT_SALTS = 4
+"""Samples per sampled curve: each salt draws other keys, and their spread is the curve's error band."""
+
+MINISIM_RATE = 0.01
+"""Miniature simulations sample 1% of the keys unless told otherwise."""
+
+MINISIM_MIN_ENTRIES = 100
+"""A miniature cache smaller than this tells little about the full one (too few entries for the policy to
+behave as it does at scale), and a SHARDS sample resolves depths of about 1 / rate keys: with `auto`
+capacities, a sampled curve starts at 100 / rate entries."""
+
+MINISIM_PER_DECADE = 6
+
 
 def parse_curve_policies(value) -> list[str]:
-    """`lru` or a comma list; each must have a curve."""
+    """`lru` or a comma list of registered policies; Belady (which needs the future) has no curve."""
+    from cachescope.simulate.registry import POLICIES
+
     names = [n.strip().lower() for n in (value.split(",") if isinstance(value, str) else value)]
     if not names or any(not n for n in names):
         raise UsageError(f"curve policy list {value!r} has an empty item")
     for name in names:
-        if name not in CURVE_POLICIES:
-            raise UsageError(f"no curve for policy {name!r}: curves exist for {', '.join(CURVE_POLICIES)} "
-                             "(exact, in one pass); run other policies at single capacities")
+        if name not in POLICIES or name == "belady":
+            choices = ", ".join(n for n in POLICIES if n != "belady")
+            raise UsageError(f"no curve for policy {name!r}: curves exist for {choices}")
     return list(dict.fromkeys(names))
+
+
+def parse_sample(value) -> float | None:
+    """`1%` or `0.01`: the share of keys a sampled curve keeps."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(f"sample rate {text!r} is not a share of the keys (1% or 0.01)") from None
+    if not 0 < rate <= 1:
+        raise UsageError(f"sample rate {text!r} must be above 0 and at most 100%")
+    return rate
+
+
+def minisim_capacities(rate: float, unit: str) -> list[int]:
+    """`auto` capacities of a miniature simulation: 6 a decade from where the miniature cache holds 100 entries
+    (or, in bytes, 100 KiB) up to the maximum; the result keeps those up to the unique keys."""
+    low = math.ceil(MINISIM_MIN_ENTRIES / rate) * (1024 if unit == "bytes" else 1)
+    high = MAX_BYTES if unit == "bytes" else MAX_ENTRIES
+    return _log_spaced(low, high, int(math.log10(high / low) * MINISIM_PER_DECADE) + 1)
 
 
 def curve_capacities(spec, unit: str = "entries") -> tuple[list[int], str]:
@@ -75,7 +112,7 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
     core's counts. Capacities past the point where every capacity holds every unique key are dropped: the
     curve is flat there, at the infinite bound."""
     rows, heat = [], []
-    for curve in native:
+    for curve in (c for c in native if c["method"] == "exact"):
         caps = np.asarray(curve["capacities"], dtype=np.int64)
         hits = np.asarray(curve["hits"], dtype=np.int64)
         keep = _useful(caps, hits, unit, unique_keys)
@@ -108,6 +145,43 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
     curves = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     timeline = pd.concat(heat, ignore_index=True) if heat else pd.DataFrame()
     return curves, timeline
+
+
+def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int, bound: float) -> pd.DataFrame:
+    """Sampled curves, one row per capacity: the mean of the salts' estimates and a band of two standard
+    deviations of them (`hit_rate_low`, `hit_rate_high`), with `salts` and `sample_rate`. No cache beats the
+    infinite one, whose hit rate `bound` is exact: estimates above it are sampling noise, and are cut to it."""
+    frames = []
+    for curve in native:
+        if curve["method"] == "shards":
+            policy, rate = "lru", float(np.mean(curve["sample_rates"]))
+            per_salt = np.asarray(curve["hit_rates"], dtype=float)
+        else:
+            # As SHARDS_adj does: the misses of a sample, scaled by 1 / rate, estimate the misses of the full
+            # stream, and the hit rate follows from the lookups the trace really made. The sample's own hit
+            # ratio would swing with whether the few hottest keys (nearly all hits) fell in the sample or not.
+            policy, rate = curve["policy"], float(curve["sample_rate"])
+            misses = np.asarray(curve["lookups"], dtype=float) - np.asarray(curve["hits"], dtype=float)
+            per_salt = np.clip(1 - misses / rate / max(lookups, 1), 0, 1)
+        caps = np.asarray(curve["capacities"], dtype=np.int64)
+        salts = len(per_salt)
+        mean = np.minimum(per_salt.mean(axis=0), bound)
+        spread = 2 * per_salt.std(axis=0, ddof=1) if salts > 1 else np.zeros_like(mean)
+        keep = _useful(caps, np.round(mean * lookups).astype(np.int64), unit, unique_keys)
+        frames.append(pd.DataFrame({
+            "policy": policy,
+            "capacity_unit": unit,
+            "method": curve["method"],
+            "sample_rate": rate,
+            "salts": salts,
+            "capacity": caps[keep],
+            "lookups": lookups,
+            "hits": np.round(mean[keep] * lookups).astype(np.int64),
+            "hit_rate": mean[keep],
+            "hit_rate_low": np.clip(mean[keep] - spread[keep], 0, 1),
+            "hit_rate_high": np.clip(mean[keep] + spread[keep], 0, bound),
+        }))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _useful(caps: np.ndarray, hits: np.ndarray, unit: str, unique_keys: int) -> np.ndarray:

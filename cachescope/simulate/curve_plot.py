@@ -34,38 +34,49 @@ def _fmt_capacity(unit):
 
 
 def _draw_curves(result, ax):
+    """Each curve in its colour (sampled ones dashed, with their band), the runs as dots, the bound; each target
+    as a line, each answer as a dot on its curve with its size, each knee as a triangle."""
     from matplotlib.ticker import FuncFormatter
 
     unit = "entries"
-    for (policy, unit), curve in result.curves.groupby(["policy", "capacity_unit"], sort=False):
-        method = curve["method"].iloc[0]
-        label = f"{POLICIES[policy].label} ({method})"
-        ax.plot(curve["capacity"], curve["hit_rate"] * 100, linewidth=2, label=label)
-        if "command_hit_rate" in curve and result.trace.commands != result.trace.lookups:
+    colors = {}
+    for (policy, unit, method), curve in result.curves.groupby(["policy", "capacity_unit", "method"], sort=False):
+        sampled = method != "exact"
+        label = f"{POLICIES[policy].label} ({method}" + (f", {curve['sample_rate'].iloc[0]:.3g} sample)" if sampled else ")")
+        line, = ax.plot(curve["capacity"], curve["hit_rate"] * 100, linewidth=2, label=label,
+                        linestyle="--" if sampled else "-")
+        colors[(policy, method)] = line.get_color()
+        if sampled:
+            ax.fill_between(curve["capacity"], curve["hit_rate_low"] * 100, curve["hit_rate_high"] * 100,
+                            color=line.get_color(), alpha=0.18, linewidth=0)
+        if not sampled and result.trace.commands != result.trace.lookups:
             ax.plot(curve["capacity"], curve["command_hit_rate"] * 100, linewidth=1, linestyle="-.",
-                    label=f"{POLICIES[policy].label}: round trips saved")
+                    color=line.get_color(), alpha=0.7, label=f"{POLICIES[policy].label}: round trips saved")
     runs = result.summary
     if len(runs):
         for policy, group in runs[runs["capacity_unit"] == unit].groupby("policy"):
-            ax.scatter(group["capacity"], group["hit_rate"] * 100, zorder=3, s=24,
+            ax.scatter(group["capacity"], group["hit_rate"] * 100, zorder=3, s=24, color="black", marker="x",
                        label=f"{POLICIES[policy].label} runs")
     ax.axhline(result.infinite["hit_rate"] * 100, color="0.45", linestyle="--", linewidth=1.2,
                label=f"infinite (bound): {result.infinite['hit_rate']:.1%}")
     fmt = _fmt_capacity(unit)
-    for row in result.sizing.to_dict("records"):
-        ax.axhline(row["target"] * 100, color="tab:red", linewidth=0.8, alpha=0.6)
-        if not row["reachable"]:
-            ax.annotate(f"{row['target']:.0%}: out of reach", (1, row["target"] * 100), textcoords="offset points",
-                        xytext=(4, 3), fontsize=8, color="tab:red")
-        else:
-            ax.axvline(row["capacity"], color="tab:red", linewidth=0.8, linestyle=":")
-            ax.annotate(f"{row['target']:.0%}: {fmt(row['capacity'])}", (row["capacity"], row["target"] * 100),
-                        textcoords="offset points", xytext=(4, -12), fontsize=8, color="tab:red")
-    knees = {r["knee_capacity"] for r in result.sizing.to_dict("records") if r.get("knee_capacity")}
-    for knee in knees:
-        ax.axvline(knee, color="tab:green", linewidth=0.8, linestyle="--")
-        ax.annotate(f"knee {fmt(knee)}", (knee, 2), textcoords="offset points", xytext=(3, 0), fontsize=8,
-                    color="tab:green")
+    sizing = result.sizing.to_dict("records")
+    for target in sorted({r["target"] for r in sizing}):
+        ax.axhline(target * 100, color="tab:red", linewidth=0.7, alpha=0.5)
+        ax.annotate(f"target {target:.0%}", (0, target * 100), xycoords=("axes fraction", "data"),
+                    textcoords="offset points", xytext=(4, 2), fontsize=8, color="tab:red")
+    for index, row in enumerate(sizing):
+        color = colors.get((row["policy"], row["method"]), "tab:red")
+        if row["reachable"]:
+            ax.scatter([row["capacity"]], [row["hit_rate"] * 100], color=color, zorder=4, s=30)
+            ax.annotate(fmt(row["capacity"]), (row["capacity"], row["hit_rate"] * 100), textcoords="offset points",
+                        xytext=(5, -11 - 9 * (index % 3)), fontsize=8, color=color)
+    knees = {(r["policy"], r["method"]): r["knee_capacity"] for r in sizing if r.get("knee_capacity")}
+    for (policy, method), knee in knees.items():
+        curve = result.curves[(result.curves["policy"] == policy) & (result.curves["method"] == method)]
+        at = curve.iloc[(curve["capacity"] - knee).abs().argmin()]
+        ax.scatter([knee], [at["hit_rate"] * 100], marker="v", s=50, color=colors.get((policy, method)), zorder=4,
+                   label=f"knee of {POLICIES[policy].label}: {fmt(knee)}")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v) if v >= 1 else ""))
     ax.set_ylim(0, 100)

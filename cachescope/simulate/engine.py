@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -10,7 +11,8 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import parse_capacities
-from cachescope.simulate.curve import curve_capacities as curve_capacities_of, parse_curve_policies
+from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, curve_capacities as curve_capacities_of,
+                                       minisim_capacities, parse_curve_policies, parse_sample)
 from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
 from cachescope.simulate.sizing import parse_targets
@@ -39,6 +41,9 @@ def simulate_trace(
     curve=None,
     curve_capacities="auto",
     target=None,
+    sample=None,
+    sample_keys: int | None = None,
+    salts: int = DEFAULT_SALTS,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -61,7 +66,10 @@ def simulate_trace(
     - `progress` draws a bar on stderr for long traces.
     - `curve` (`"lru"`): the hit rate at every capacity of `curve_capacities` in one pass (`"auto"`: log-spaced
       2% apart up to the trace's unique keys; `"1e3,1e4"`; `"MIN:MAX:N"`); `target` (`"70%,80%"`): the
-      smallest capacity on the curve that reaches each hit rate (`result.curves`, `result.sizing`).
+      smallest capacity on the curve that reaches each hit rate (`result.curves`, `result.sizing`). LRU's
+      curve is exact; with `sample` (`"1%"`) or `sample_keys` (a fixed sample size) it is estimated by SHARDS,
+      and every other policy's by miniature simulations (1% of the keys unless `sample` says otherwise), each
+      over `salts` samples whose spread gives the error band.
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
@@ -70,7 +78,7 @@ def simulate_trace(
     if targets and not curve_policies:
         raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
     runs = _requested_runs(capacities, required=not curve_policies)
-    policy_params = _policy_params(params or {}, {name for name, _ in runs})
+    policy_params = _policy_params(params or {}, {name for name, _ in runs} | set(curve_policies))
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
     if writes not in opt.WRITE_MODES:
@@ -96,8 +104,9 @@ def simulate_trace(
             restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
             future=future,
         )
-        for _ in curve_policies:
-            sim.add_lru_curve(curve_caps, entry_overhead if curve_unit == "bytes" else None)
+        _add_curves(sim, curve_policies, curve_capacities, curve_caps, curve_unit,
+                    entry_overhead if curve_unit == "bytes" else None, parse_sample(sample), sample_keys, salts,
+                    policy_params)
     except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
         raise UsageError(str(e)) from None
     needs_sizes = any(c.unit == "bytes" for _, c in runs) or curve_unit == "bytes"
@@ -117,6 +126,34 @@ def simulate_trace(
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     return result
+
+
+def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params):
+    """The exact LRU curve, or SHARDS with `rate` / `sample_keys`, and miniature simulations of the other
+    policies, each sampled curve once per salt."""
+    if isinstance(salts, bool) or not isinstance(salts, int) or not 1 <= salts <= 64:
+        raise UsageError(f"salts {salts!r} must be a whole number of samples from 1 to 64")
+    if sample_keys is not None and (isinstance(sample_keys, bool) or not isinstance(sample_keys, int)
+                                    or sample_keys < 1):
+        raise UsageError(f"sample size {sample_keys!r} must be a whole number of keys, at least 1")
+    auto = spec is None or (isinstance(spec, str) and spec.strip().lower() == "auto")
+    for policy in policies:
+        if policy in EXACT and rate is None and sample_keys is None:
+            sim.add_lru_curve(caps, overhead)
+            continue
+        # Samples are disjoint ranges of the keys: `salts` of them must fit in all the keys.
+        if rate is not None and rate * salts > 1:
+            raise UsageError(f"{salts} samples of {rate:.3g} of the keys each do not fit in all the keys: "
+                             f"lower --sample or --salts")
+        if policy in EXACT:
+            # A sample of R resolves depths of about 1 / R keys: an `auto` curve starts where the sample holds
+            # a hundred of them, as miniature simulations do.
+            low = math.ceil(MINISIM_MIN_ENTRIES / rate) * (1024 if unit == "bytes" else 1) if rate and auto else 0
+            sim.add_shards([c for c in caps if c >= low], rate or 1.0 / salts, salts, sample_keys, overhead)
+        else:
+            mini_rate = rate or MINISIM_RATE
+            mini_caps = minisim_capacities(mini_rate, unit) if auto else caps
+            sim.add_minisim(policy, mini_caps, mini_rate, salts, params.get(policy, {}), overhead)
 
 
 def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:

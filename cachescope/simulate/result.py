@@ -62,10 +62,14 @@ class SimulationResult:
 
     def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
         """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
-        from cachescope.simulate.curve import curve_frames
+        from cachescope.simulate.curve import curve_frames, sampled_frames
         from cachescope.simulate.sizing import sizing_frame
 
-        self.curves, heat = curve_frames(native, unit, self.unique_keys)
+        exact, heat = curve_frames(native, unit, self.unique_keys)
+        sampled = sampled_frames([c for c in native if c["method"] != "exact"], unit, self.unique_keys,
+                                 self.infinite["lookups"], self.infinite["hit_rate"])
+        self.curves = pd.concat([f for f in (exact, sampled) if len(f)], ignore_index=True) \
+            if len(exact) or len(sampled) else pd.DataFrame()
         if len(heat):
             bound = self.timeline[self.timeline["policy"] == INFINITE.name]
             meta = bound[[c for c in ("window", "end_lookup", "lookups", "ts_ns", "seconds") if c in bound]]
@@ -74,7 +78,7 @@ class SimulationResult:
         self.curve_timeline = heat
         if targets:
             lookups = self.infinite["lookups"]
-            looked = int(self.curves["bytes_looked_up"].iloc[0]) if "bytes_looked_up" in self.curves else 0
+            looked = int(self.curves["bytes_looked_up"].max()) if "bytes_looked_up" in self.curves else 0
             per_entry = (looked / lookups if lookups else 0.0) + entry_overhead if looked else None
             self.sizing = sizing_frame(self.curves, targets, self.infinite["hit_rate"], self.duration_s(), per_entry)
 
@@ -102,13 +106,15 @@ class SimulationResult:
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         doc = {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
         if len(self.curves):
+            head = ("policy", "capacity_unit", "method", "sample_rate", "salts")
             doc["curves"] = [
-                {"policy": policy, "capacity_unit": unit, "method": group["method"].iloc[0],
+                {"policy": policy, "capacity_unit": unit, "method": method,
                  "sample_rate": float(group["sample_rate"].iloc[0]),
-                 "points": [{k: _plain(v) for k, v in row.items()
-                             if k not in ("policy", "capacity_unit", "method", "sample_rate") and not _missing(v)}
+                 **({"salts": int(group["salts"].iloc[0])} if method != "exact" else {}),
+                 "points": [{k: _plain(v) for k, v in row.items() if k not in head and not _missing(v)}
                             for row in group.to_dict("records")]}
-                for (policy, unit), group in self.curves.groupby(["policy", "capacity_unit"], sort=False)
+                for (policy, unit, method), group in self.curves.groupby(["policy", "capacity_unit", "method"],
+                                                                         sort=False)
             ]
         if len(self.sizing):
             doc["sizing"] = [{k: _plain(v) for k, v in row.items() if not _missing(v)}

@@ -41,28 +41,31 @@ def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: flo
     rows = []
     if curves.empty:
         return pd.DataFrame()
-    for (policy, unit), curve in curves.groupby(["policy", "capacity_unit"], sort=False):
+    for (policy, unit, method), curve in curves.groupby(["policy", "capacity_unit", "method"], sort=False):
         curve = curve.sort_values("capacity")
         caps = curve["capacity"].to_numpy()
         rates = curve["hit_rate"].to_numpy()
         knee = _knee(caps, rates)
         for target in targets:
             reached = np.nonzero(rates >= target - 1e-12)[0]
-            row = {"policy": policy, "capacity_unit": unit, "target": target, "reachable": bool(len(reached)),
-                   "bound_hit_rate": bound_hit_rate, "knee_capacity": knee}
+            row = {"policy": policy, "capacity_unit": unit, "method": method, "target": target,
+                   "reachable": bool(len(reached)), "bound_hit_rate": bound_hit_rate, "knee_capacity": knee}
             if len(reached):
                 at = curve.iloc[reached[0]]
-                row.update(capacity=int(at["capacity"]), hit_rate=float(at["hit_rate"]),
-                           command_hit_rate=float(at["command_hit_rate"]))
-                if "byte_hit_rate" in at:
-                    row["byte_hit_rate"] = float(at["byte_hit_rate"])
+                # The curve's first capacity already reaches the target: a smaller cache might too.
+                row["at_curve_start"] = bool(reached[0] == 0 and caps[0] > 1)
+                row.update(capacity=int(at["capacity"]), hit_rate=float(at["hit_rate"]))
+                for optional in ("command_hit_rate", "byte_hit_rate", "hit_rate_low", "hit_rate_high"):
+                    if optional in at and not pd.isna(at[optional]):
+                        row[optional] = float(at[optional])
                 if unit == "bytes":
                     row["capacity_bytes"] = int(at["capacity"])
                 elif bytes_per_entry is not None:
                     row["capacity_bytes"] = int(round(at["capacity"] * bytes_per_entry))
                 if duration_s:
                     row["lookups_saved_per_s"] = float(at["hits"]) / duration_s
-                    row["round_trips_saved_per_s"] = float(at["round_trips_saved"]) / duration_s
+                    if "round_trips_saved" in at and not pd.isna(at["round_trips_saved"]):
+                        row["round_trips_saved_per_s"] = float(at["round_trips_saved"]) / duration_s
             rows.append(row)
     return pd.DataFrame(rows)
 

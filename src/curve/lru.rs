@@ -5,10 +5,10 @@
 //! one bucket per capacity and window.
 
 use super::stack::Stack;
+use super::walk::{walk, Observer};
 use crate::sim::events::{Events, UNKNOWN_SIZE};
-use crate::sim::options::{Options, Unit, WriteMode};
+use crate::sim::options::{Options, Unit};
 use crate::sim::Membership;
-use crate::trace::reader::{OP_READ, OP_WRITE};
 
 /// What one pass counted, in buckets: index `i` holds what first fits `capacities[i]`; the last bucket holds
 /// what fits none (misses at every capacity, first references included).
@@ -87,89 +87,9 @@ impl LruCurve {
 
     /// Counts the events, in trace order.
     pub fn process(&mut self, ev: &Events, members: &Membership, opts: &Options, first_ts: Option<i64>) {
-        let mut next_restart = crate::sim::next_restart(opts, first_ts, self.last_restart);
-        for i in 0..ev.len() {
-            if let (Some(t), Some(r)) = (ev.ts(i), next_restart) {
-                if t >= r {
-                    self.stack.clear();
-                    self.last_restart = Some(r);
-                    next_restart = crate::sim::next_restart(opts, first_ts, self.last_restart);
-                    // Several restarts may fall before this event: the stack is empty after each.
-                    while next_restart.is_some_and(|n| t >= n) {
-                        self.last_restart = next_restart;
-                        next_restart = crate::sim::next_restart(opts, first_ts, self.last_restart);
-                    }
-                }
-            }
-            match ev.op(i) {
-                OP_READ => self.read(ev, i, opts),
-                op => self.write(ev, i, op == OP_WRITE, members, opts),
-            }
-        }
-    }
-
-    fn read(&mut self, ev: &Events, i: usize, opts: &Options) {
-        if let Some(req) = ev.req(i) {
-            if self.open_req != Some(req) {
-                self.close_command();
-                self.open_req = Some(req);
-                self.open_req_bucket = 0;
-            }
-        }
-        let value = ev.value_size(i);
-        let known_value = if value == UNKNOWN_SIZE { 0 } else { value };
-        let cacheable = opts.allow.as_ref().is_none_or(|allow| allow.contains(&ev.field(i)));
-        let miss = self.capacities.len();
-        let bucket = if cacheable {
-            let weight = match self.unit {
-                Unit::Entries => 1,
-                Unit::Bytes { entry_overhead } => {
-                    known_value.saturating_add(ev.key_bytes(i)).saturating_add(entry_overhead)
-                }
-            };
-            match self.stack.access(ev.keys[i], weight) {
-                Some(depth) => self.capacities.partition_point(|&c| c < depth),
-                None => miss,
-            }
-        } else {
-            miss
-        };
-        let c = &mut self.counts;
-        c.lookups += 1;
-        c.hits[bucket] += 1;
-        if value != UNKNOWN_SIZE {
-            c.bytes_looked_up += u64::from(value);
-            c.bytes_hit[bucket] += u64::from(value);
-        }
-        if ev.req(i).is_none() {
-            c.commands += 1;
-            c.commands_served[bucket] += 1;
-        } else {
-            self.open_req_bucket = self.open_req_bucket.max(bucket);
-        }
-        let column = if bucket == miss { self.open_window.len() - 1 } else { bucket.div_ceil(self.window_stride) };
-        self.open_window[column] += 1;
-        self.open_window_lookups += 1;
-        if self.open_window_lookups == opts.window {
-            self.close_window();
-        }
-    }
-
-    fn write(&mut self, ev: &Events, i: usize, is_write: bool, members: &Membership, opts: &Options) {
-        let invalidates = match opts.writes {
-            WriteMode::Ignore => false,
-            WriteMode::Update => !is_write,
-            WriteMode::Invalidate => true,
-        };
-        if invalidates {
-            let key = ev.keys[i];
-            self.stack.remove(key);
-            if ev.field(i) == 0 {
-                for &k in members.entity_members(ev.entity(i)) {
-                    self.stack.remove(k);
-                }
-            }
-        }
+        let mut last_restart = self.last_restart;
+        walk(self, &mut last_restart, ev, members, opts, first_ts);
+        self.last_restart = last_restart;
     }
 
     fn close_command(&mut self) {
@@ -203,9 +123,68 @@ impl LruCurve {
         self.capacities.iter().step_by(self.window_stride).copied().collect()
     }
 
-    /// Keys in the stack: the resident entries of an LRU as large as the trace's unique keys.
-    pub fn unique_resident(&self) -> usize {
-        self.stack.len()
+}
+
+impl Observer for LruCurve {
+    fn restart(&mut self) {
+        self.stack.clear();
+    }
+
+    fn read(&mut self, ev: &Events, i: usize, opts: &Options) {
+        if let Some(req) = ev.req(i) {
+            if self.open_req != Some(req) {
+                self.close_command();
+                self.open_req = Some(req);
+                self.open_req_bucket = 0;
+            }
+        }
+        let value = ev.value_size(i);
+        let known_value = if value == UNKNOWN_SIZE { 0 } else { value };
+        let cacheable = opts.allow.as_ref().is_none_or(|allow| allow.contains(&ev.field(i)));
+        let miss = self.capacities.len();
+        let bucket = if cacheable {
+            match self.stack.access(ev.keys[i], weight(self.unit, ev, i)) {
+                Some(depth) => self.capacities.partition_point(|&c| c < depth),
+                None => miss,
+            }
+        } else {
+            miss
+        };
+        let c = &mut self.counts;
+        c.lookups += 1;
+        c.hits[bucket] += 1;
+        if value != UNKNOWN_SIZE {
+            c.bytes_looked_up += u64::from(value);
+            c.bytes_hit[bucket] += u64::from(known_value);
+        }
+        if ev.req(i).is_none() {
+            c.commands += 1;
+            c.commands_served[bucket] += 1;
+        } else {
+            self.open_req_bucket = self.open_req_bucket.max(bucket);
+        }
+        let column = if bucket == miss { self.open_window.len() - 1 } else { bucket.div_ceil(self.window_stride) };
+        self.open_window[column] += 1;
+        self.open_window_lookups += 1;
+        if self.open_window_lookups == opts.window {
+            self.close_window();
+        }
+    }
+
+    fn invalidate(&mut self, key: u64) {
+        self.stack.remove(key);
+    }
+}
+
+/// What an entry weighs in `unit`: 1, or value + key + field + overhead bytes (as byte-capacity runs weigh it).
+pub fn weight(unit: Unit, ev: &Events, i: usize) -> u32 {
+    match unit {
+        Unit::Entries => 1,
+        Unit::Bytes { entry_overhead } => {
+            let value = ev.value_size(i);
+            let known = if value == UNKNOWN_SIZE { 0 } else { value };
+            known.saturating_add(ev.key_bytes(i)).saturating_add(entry_overhead)
+        }
     }
 }
 

@@ -72,6 +72,11 @@ impl Stack {
     /// key to the top with `weight` (a key already there keeps the weight it was admitted with, as a cache
     /// entry keeps its size on a hit).
     pub fn access(&mut self, key: u64, weight: u32) -> Option<u64> {
+        self.access_parts(key, weight).map(|(above, own)| above + own)
+    }
+
+    /// `access`, with the depth in its two parts: what lies above the key, and the key's own weight.
+    pub fn access_parts(&mut self, key: u64, weight: u32) -> Option<(u64, u64)> {
         if self.next == self.slots.len() {
             self.compact();
         }
@@ -80,7 +85,7 @@ impl Stack {
                 let pos = pos as usize;
                 let slot = self.slots[pos];
                 let w = self.mark(slot.weight);
-                let depth = self.marks.after(pos) + w;
+                let depth = (self.marks.after(pos), w);
                 if self.holes.last().is_some_and(|&h| h as usize > pos) {
                     self.fill_shallowest_hole();
                     self.slots[pos].state = State::Hole;
@@ -113,6 +118,16 @@ impl Stack {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Takes `key` out of the stack as if it had never been used (it leaves a sample): no hole.
+    pub fn forget(&mut self, key: u64) {
+        if let Some(pos) = self.last.remove(&key) {
+            let pos = pos as usize;
+            let w = self.mark(self.slots[pos].weight);
+            self.marks.sub(pos, w);
+            self.slots[pos].state = State::Dead;
         }
     }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::hash::KeySet;
 use crate::trace::reader::OP_READ;
-use crate::curve::LruCurve;
+use crate::curve::{Curve, LruCurve, MiniSim, Shards};
 
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
 #[derive(Clone, Debug)]
@@ -39,8 +39,8 @@ impl RunSpec {
 
 pub struct Simulation {
     runs: Vec<Run>,
-    /// Exact LRU curves, fed the same events as the runs.
-    curves: Vec<LruCurve>,
+    /// Curves (exact, SHARDS, miniature simulations), fed the same events as the runs.
+    curves: Vec<Curve>,
     opts: Options,
     members: Membership,
     /// Unique read keys, counted when a run's resident set no longer tells (restarts, TTL, invalidation).
@@ -93,18 +93,47 @@ impl Simulation {
         if let Some(what) = LruCurve::unsupported(&self.opts) {
             return Err(format!("the exact LRU curve cannot model {what}: run single capacities instead"));
         }
-        if self.lookups > 0 {
-            return Err("curves must be added before the first batch".into());
-        }
         if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
             return Err("an exact LRU curve in bytes cannot model invalidation (a freed slot is refilled \
                         differently at each capacity): use entries, or single byte capacities".into());
         }
-        self.curves.push(LruCurve::new(capacities, unit, window_columns)?);
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Exact(LruCurve::new(capacities, unit, window_columns)?));
         Ok(())
     }
 
-    pub fn curves(&self) -> &[LruCurve] {
+    /// Adds a SHARDS estimate of the LRU curve: `samples` disjoint samples of `rate` of the keys each, with at
+    /// most `max_keys` keys each if given.
+    pub fn add_shards(&mut self, capacities: &[u64], unit: Unit, rate: f64, samples: usize, max_keys: Option<usize>)
+                      -> Result<(), String> {
+        if let Some(what) = LruCurve::unsupported(&self.opts) {
+            return Err(format!("an LRU curve cannot model {what}: run single capacities instead"));
+        }
+        if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
+            return Err("an LRU curve in bytes cannot model invalidation: use entries, or single byte capacities".into());
+        }
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Shards(Shards::new(capacities, unit, rate, samples, max_keys)?));
+        Ok(())
+    }
+
+    /// Adds miniature simulations of `policy` at `capacities` over `samples` disjoint samples of `rate` of the
+    /// keys each.
+    pub fn add_minisim(&mut self, policy: &str, capacities: &[u64], unit: Unit, params: &[(String, f64)],
+                       rate: f64, samples: usize) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Mini(MiniSim::new(policy, capacities, unit, params, rate, samples)?));
+        Ok(())
+    }
+
+    fn check_curve_can_start(&self) -> Result<(), String> {
+        if self.lookups > 0 {
+            return Err("curves must be added before the first batch".into());
+        }
+        Ok(())
+    }
+
+    pub fn curves(&self) -> &[Curve] {
         &self.curves
     }
 
@@ -153,7 +182,7 @@ impl Simulation {
                 run.process(ev, members, opts, first_ts)
             }
         };
-        let trace_curve = |curve: &mut LruCurve| curve.process(ev, members, opts, first_ts);
+        let trace_curve = |curve: &mut Curve| curve.process(ev, members, opts, first_ts);
         if self.runs.len() + self.curves.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 for run in self.runs.iter_mut() {
