@@ -38,6 +38,18 @@ def main(argv=None, prog: str = "parse.py") -> int:
     return 0
 
 
+# Segments, bytes and signals reassembly set aside (each also in --stats-json under its key).
+REASSEMBLY_DROPS = [
+    ("segments_after_close", "segments after their connection closed"),
+    ("ignored_rsts", "RSTs outside the window (ignored)"),
+    ("out_of_window_segments", "segments beyond any TCP window"),
+    ("out_of_window_acks", "ACKs beyond any TCP window"),
+    ("segments_before_start", "segments before a connection's first byte seen"),
+    ("non_redis_segments", "segments on no Redis port"),
+    ("reassembly_limit_hits", "reassembly limits reached"),
+]
+
+
 def format_stats(stats: dict) -> str:
     s = stats
     if s.get("input_format") == "tcpflow":
@@ -54,6 +66,9 @@ def format_stats(stats: dict) -> str:
         f"{s.get('retransmissions', 0):,} retransmissions, {s.get('out_of_order', 0):,} out of order, "
         f"{s.get('resyncs', 0):,} resyncs, {s.get('unknown_replies', 0):,} replies unknown",
     ]
+    dropped = [(n, what) for n, what in ((s.get(k, 0), what) for k, what in REASSEMBLY_DROPS) if n]
+    if dropped:
+        lines.append("  dropped by reassembly: " + ", ".join(f"{n:,} {what}" for n, what in dropped))
     if s.get("truncated_tail"):
         lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
     other = s.get("other_commands") or {}

@@ -148,6 +148,21 @@ impl<R: Read> CaptureParser<R> {
             ("gaps", r.gaps),
             ("gap_bytes", r.gap_bytes),
             ("reassembly_limit_hits", r.pending_bytes_limit_hits + r.holes_limit_hits + r.memcap_hits + r.connection_limit_hits),
+            // Everything reassembly dropped or gave up, one counter each (the sum above is kept for its name).
+            ("retransmitted_bytes", r.retransmitted_bytes),
+            ("segments_before_start", r.segments_before_start),
+            ("segments_after_close", r.segments_after_close),
+            ("bytes_after_close", r.bytes_after_close),
+            ("ignored_rsts", r.ignored_rsts),
+            ("out_of_window_segments", r.out_of_window_segments),
+            ("out_of_window_bytes", r.out_of_window_bytes),
+            ("out_of_window_acks", r.out_of_window_acks),
+            ("holes_given_up_by_ack", r.holes_given_up_by_ack),
+            ("pending_bytes_limit_hits", r.pending_bytes_limit_hits),
+            ("holes_limit_hits", r.holes_limit_hits),
+            ("memcap_hits", r.memcap_hits),
+            ("connection_limit_hits", r.connection_limit_hits),
+            ("idle_timeouts", r.idle_timeouts),
         ]
         .into_iter()
         .chain(command_counters(&resp, rows))
