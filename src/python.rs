@@ -124,10 +124,6 @@ impl CaptureParser {
         self.inner.offset()
     }
 
-    fn conns(&self) -> Vec<(String, String)> {
-        self.inner.conns().iter().map(|(c, s)| (c.to_string(), s.to_string())).collect()
-    }
-
     fn cmd_names(&self) -> Vec<String> {
         self.inner.cmd_names().to_vec()
     }
@@ -159,6 +155,11 @@ fn row_columns(py: Python<'_>, b: parse::RowBatch) -> PyResult<Bound<'_, PyDict>
     d.set_item("value_size", b.value_size.into_pyarray(py))?;
     d.set_item("found", b.found.into_pyarray(py))?;
     d.set_item("latency_ns", b.latency_ns.into_pyarray(py))?;
+    // The endpoints of the connections the rows name, by conn (captures only).
+    let ids: Vec<u32> = b.endpoints.iter().map(|e| e.0).collect();
+    d.set_item("conn_ids", ids.into_pyarray(py))?;
+    d.set_item("clients", b.endpoints.iter().map(|e| e.1.to_string()).collect::<Vec<_>>())?;
+    d.set_item("servers", b.endpoints.iter().map(|e| e.2.to_string()).collect::<Vec<_>>())?;
     Ok(d)
 }
 

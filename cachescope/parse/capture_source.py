@@ -62,7 +62,7 @@ class CaptureRows:
                 self.stats = self._parser.stats()
             if cols is None:
                 return
-            batch = record_batch(cols, self._parser.cmd_names(), self._parser.conns())
+            batch = record_batch(cols, self._parser.cmd_names())
             del cols  # the raw columns the batch does not share are freed before the next batch is parsed
             yield batch
 

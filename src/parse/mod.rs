@@ -8,6 +8,7 @@ pub mod streams;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::net::SocketAddr;
 
@@ -51,10 +52,18 @@ pub struct CaptureParser<R: Read> {
 }
 
 /// Where reassembled bytes go: one RESP session per connection, commands out as rows.
+///
+/// Only connections still open keep state here, so memory follows the live connections, not every one the
+/// capture ever held: a session is dropped when its connection closes, and its endpoints once the batch
+/// holding its last rows has been cut. Connection ids keep increasing (the rows' `conn`); nothing is
+/// indexed by them.
 struct Sink {
     limits: resp::Limits,
-    sessions: Vec<Option<Session>>,
-    conns: Vec<(SocketAddr, SocketAddr)>,
+    sessions: HashMap<u32, Session>,
+    /// (client, server) of open connections, and of those closed since the last batch was cut.
+    endpoints: HashMap<u32, (SocketAddr, SocketAddr)>,
+    /// Connections closed since the last batch was cut: their endpoints go once it is.
+    closed: Vec<u32>,
     rows: RowBuilder,
     /// Counters of sessions already finished.
     resp: RespStats,
@@ -70,8 +79,9 @@ impl<R: Read> CaptureParser<R> {
             reassembler: Reassembler::new(&config.ports, config.reassembly.clone()),
             sink: Sink {
                 limits: config.resp,
-                sessions: Vec::new(),
-                conns: Vec::new(),
+                sessions: HashMap::new(),
+                endpoints: HashMap::new(),
+                closed: Vec::new(),
                 rows: RowBuilder::new(config.anonymize_salt),
                 resp: RespStats::default(),
             },
@@ -100,7 +110,7 @@ impl<R: Read> CaptureParser<R> {
         if self.done && self.sink.rows.rows() == 0 {
             return Ok(None);
         }
-        Ok(Some(self.sink.rows.take()))
+        Ok(Some(self.sink.take()))
     }
 
     /// Bytes of the capture consumed, for progress.
@@ -108,9 +118,10 @@ impl<R: Read> CaptureParser<R> {
         self.reader.offset()
     }
 
-    /// (client, server) of each connection, indexed by the rows' `conn`.
-    pub fn conns(&self) -> &[(SocketAddr, SocketAddr)] {
-        &self.sink.conns
+    /// Connections whose state is held right now (open, or closed since the last batch): what memory
+    /// beyond the limits' buffers grows with.
+    pub fn held_connections(&self) -> usize {
+        self.sink.endpoints.len().max(self.sink.sessions.len())
     }
 
     pub fn cmd_names(&self) -> &[String] {
@@ -126,7 +137,7 @@ impl<R: Read> CaptureParser<R> {
         let d = &self.decode;
         let r = self.reassembler.stats();
         let mut resp = self.sink.resp;
-        for s in self.sink.sessions.iter().flatten() {
+        for s in self.sink.sessions.values() {
             add_resp(&mut resp, s.stats());
         }
         let rows = self.sink.rows.stats();
@@ -172,35 +183,52 @@ impl<R: Read> CaptureParser<R> {
 
 impl Sink {
     fn finish_all(&mut self) {
-        for conn in 0..self.sessions.len() {
-            self.close(conn as u32);
+        let mut open: Vec<u32> = self.sessions.keys().copied().collect();
+        open.sort_unstable();
+        for conn in open {
+            self.close(conn);
         }
     }
 
     fn close(&mut self, conn: u32) {
-        let Some(mut session) = self.sessions.get_mut(conn as usize).and_then(Option::take) else { return };
+        let Some(mut session) = self.sessions.remove(&conn) else { return };
         let rows = &mut self.rows;
         session.finish(&mut |c| rows.push_command(conn, c));
         add_resp(&mut self.resp, session.stats());
+        self.closed.push(conn);
     }
 
     fn with_session(&mut self, conn: u32, f: impl FnOnce(&mut Session, &mut RowBuilder)) {
-        if let Some(Some(session)) = self.sessions.get_mut(conn as usize) {
+        if let Some(session) = self.sessions.get_mut(&conn) {
             f(session, &mut self.rows);
         }
+    }
+
+    /// The rows so far, with the endpoints of the connections they name; then the endpoints of connections
+    /// closed meanwhile are forgotten (no later row can name them).
+    fn take(&mut self) -> RowBatch {
+        let mut batch = self.rows.take();
+        let mut ids = batch.conn.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        batch.endpoints = ids.into_iter().filter_map(|id| self.endpoints.get(&id).map(|&(c, s)| (id, c, s))).collect();
+        for id in self.closed.drain(..) {
+            self.endpoints.remove(&id);
+        }
+        if self.endpoints.capacity() > 4 * self.endpoints.len() + 1024 {
+            // A burst of connections has passed: give its room back.
+            self.endpoints.shrink_to_fit();
+            self.sessions.shrink_to_fit();
+        }
+        batch
     }
 }
 
 impl StreamSink for Sink {
     fn on_open(&mut self, conn: u32, client: SocketAddr, server: SocketAddr, _ts_ns: i64, mid_stream: bool) {
         let session = if mid_stream { Session::mid_stream(self.limits) } else { Session::new(self.limits) };
-        let i = conn as usize;
-        if self.sessions.len() <= i {
-            self.sessions.resize_with(i + 1, || None);
-            self.conns.resize(i + 1, (client, server));
-        }
-        self.sessions[i] = Some(session);
-        self.conns[i] = (client, server);
+        self.sessions.insert(conn, session);
+        self.endpoints.insert(conn, (client, server));
     }
 
     fn on_data(&mut self, conn: u32, dir: Direction, ts_ns: i64, data: &[u8]) {
