@@ -46,12 +46,14 @@ def short_connections(path, n, every_us=1000):
         f.write(b"".join(out))
 
 
-# Parses a capture in small batches (so that one batch's own memory does not count) and reports its peak.
+# Parses a capture in small batches (so that one batch's own memory does not count) and reports its peak
+# resident memory: VmHWM, the process's own (getrusage's maxrss keeps the parent's size from before exec).
 CHILD = """
-import resource, sys
+import re, sys
 from cachescope.parse.capture_source import CaptureRows
 rows = sum(b.num_rows for b in CaptureRows(sys.argv[1]).record_batches(4096))
-print("rows", rows, "peak_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+peak = re.search(r"VmHWM:\\s*(\\d+) kB", open("/proc/self/status").read()).group(1)
+print("rows", rows, "peak_kib", peak)
 """
 
 

@@ -59,7 +59,7 @@ pub struct CaptureParser<R: Read> {
 /// indexed by them.
 struct Sink {
     limits: resp::Limits,
-    sessions: HashMap<u32, Session>,
+    sessions: HashMap<u32, Conversation>,
     /// (client, server) of open connections, and of those closed since the last batch was cut.
     endpoints: HashMap<u32, (SocketAddr, SocketAddr)>,
     /// Connections closed since the last batch was cut: their endpoints go once it is.
@@ -68,6 +68,16 @@ struct Sink {
     /// Counters of sessions already finished.
     resp: RespStats,
 }
+
+/// An open connection's RESP session, made when its first bytes (or a loss) arrive: a connection that
+/// carries none (a port scan's SYN, a health check) costs a few bytes, not a session.
+enum Conversation {
+    Silent { mid_stream: bool },
+    Talking(Box<Session>),
+}
+
+/// Connections closed before their endpoints are checked against the batch being built.
+const CLOSED_BEFORE_CHECK: usize = 4096;
 
 impl<R: Read> CaptureParser<R> {
     pub fn new(src: R, path: &str, config: &ParseConfig) -> Result<CaptureParser<R>, TraceError> {
@@ -137,8 +147,10 @@ impl<R: Read> CaptureParser<R> {
         let d = &self.decode;
         let r = self.reassembler.stats();
         let mut resp = self.sink.resp;
-        for s in self.sink.sessions.values() {
-            add_resp(&mut resp, s.stats());
+        for c in self.sink.sessions.values() {
+            if let Conversation::Talking(s) = c {
+                add_resp(&mut resp, s.stats());
+            }
         }
         let rows = self.sink.rows.stats();
         vec![
@@ -191,15 +203,42 @@ impl Sink {
     }
 
     fn close(&mut self, conn: u32) {
-        let Some(mut session) = self.sessions.remove(&conn) else { return };
-        let rows = &mut self.rows;
-        session.finish(&mut |c| rows.push_command(conn, c));
-        add_resp(&mut self.resp, session.stats());
+        let Some(conversation) = self.sessions.remove(&conn) else { return };
+        if let Conversation::Talking(mut session) = conversation {
+            let rows = &mut self.rows;
+            session.finish(&mut |c| rows.push_command(conn, c));
+            add_resp(&mut self.resp, session.stats());
+        }
         self.closed.push(conn);
+        if self.closed.len() >= CLOSED_BEFORE_CHECK.max(self.rows.rows()) {
+            self.forget_closed();
+        }
+    }
+
+    /// Forgets the endpoints of closed connections that have no row in the batch being built (a long stretch
+    /// of connections without commands must not pile up until the next batch is cut). The scan of the batch
+    /// is paid once per as many closes as the batch has rows.
+    fn forget_closed(&mut self) {
+        let mut named = self.rows.batch_conns().to_vec();
+        named.sort_unstable();
+        named.dedup();
+        let endpoints = &mut self.endpoints;
+        self.closed.retain(|id| {
+            let keep = named.binary_search(id).is_ok();
+            if !keep {
+                endpoints.remove(id);
+            }
+            keep
+        });
     }
 
     fn with_session(&mut self, conn: u32, f: impl FnOnce(&mut Session, &mut RowBuilder)) {
-        if let Some(session) = self.sessions.get_mut(&conn) {
+        let Some(conversation) = self.sessions.get_mut(&conn) else { return };
+        if let Conversation::Silent { mid_stream } = *conversation {
+            let session = if mid_stream { Session::mid_stream(self.limits) } else { Session::new(self.limits) };
+            *conversation = Conversation::Talking(Box::new(session));
+        }
+        if let Conversation::Talking(session) = conversation {
             f(session, &mut self.rows);
         }
     }
@@ -226,8 +265,7 @@ impl Sink {
 
 impl StreamSink for Sink {
     fn on_open(&mut self, conn: u32, client: SocketAddr, server: SocketAddr, _ts_ns: i64, mid_stream: bool) {
-        let session = if mid_stream { Session::mid_stream(self.limits) } else { Session::new(self.limits) };
-        self.sessions.insert(conn, session);
+        self.sessions.insert(conn, Conversation::Silent { mid_stream });
         self.endpoints.insert(conn, (client, server));
     }
 

@@ -149,6 +149,11 @@ impl RowBuilder {
         &self.cmd_names
     }
 
+    /// The `conn` of each row of the batch being built.
+    pub fn batch_conns(&self) -> &[u32] {
+        &self.batch.conn
+    }
+
     pub fn stats(&self) -> &RowStats {
         &self.stats
     }

@@ -147,7 +147,9 @@ fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
     let mut batches = Vec::new();
     let end = loop {
         match p.next_batch(min_rows) {
-            Ok(Some(b)) => batches.push((rows_of(&b, p.cmd_names()), p.counters().to_vec(), p.offset(), b.endpoints.clone())),
+            Ok(Some(b)) => {
+                batches.push((rows_of(&b, p.cmd_names()), p.counters().to_vec(), p.offset(), b.endpoints.clone()))
+            }
             Ok(None) => break Ok(()),
             Err(e) => {
                 assert_eq!(p.next_batch(min_rows).err(), Some(e.clone()), "the error repeats");
@@ -208,7 +210,8 @@ fn state_is_held_for_live_connections_only() {
     // 20,000 connections over 200 s: once each has closed (and the batch with its rows was cut), nothing of
     // it may stay but the reassembler's tombstone, and tombstones go after 30 s (3,000 connections' worth).
     let (n, every) = (20_000, 10_000_000);
-    let mut p = CaptureParser::new(Cursor::new(short_connections(n, every)), "many.pcap", &ParseConfig::default()).unwrap();
+    let capture = Cursor::new(short_connections(n, every));
+    let mut p = CaptureParser::new(capture, "many.pcap", &ParseConfig::default()).unwrap();
     let (mut rows, mut most_held, mut most_tracked) = (0, 0, 0);
     let mut ids = std::collections::BTreeSet::new();
     while let Some(b) = p.next_batch(100).unwrap() {
@@ -223,4 +226,26 @@ fn state_is_held_for_live_connections_only() {
     assert!(most_tracked <= 3_100, "{most_tracked} connections tracked at once");
     let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
     assert_eq!((c["connections"], c["segments_after_close"], c["gaps"]), (u64::from(n), u64::from(n), 0));
+}
+
+#[test]
+fn connections_that_carry_nothing_leave_nothing_behind() {
+    // A scan: 50,000 SYNs answered by RSTs, no command anywhere, so no batch is ever cut. Their endpoints
+    // must go all the same, without waiting for a batch.
+    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
+    let n = 50_000u32;
+    for i in 0..n {
+        let client = SocketAddr::new([10, 1, (i >> 16) as u8, (i >> 8) as u8].into(), 1024 + (i & 0xff) as u16);
+        let t = T0 + i64::from(i) * 1000;
+        let syn = Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") };
+        let rst = Segment { flags: 0x14, ack: 1, ..Segment::new(server, client, 0, b"") };
+        w.packet(t, &synth::ethernet(&syn.ip_packet(), &[])).unwrap();
+        w.packet(t + 1, &synth::ethernet(&rst.ip_packet(), &[])).unwrap();
+    }
+    let mut p = CaptureParser::new(Cursor::new(w.into_inner()), "scan.pcap", &ParseConfig::default()).unwrap();
+    assert!(p.next_batch(1).unwrap().is_none());
+    assert!(p.held_connections() <= super::CLOSED_BEFORE_CHECK, "{} connections held", p.held_connections());
+    let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
+    assert_eq!((c["connections"], c["ignored_rsts"], c["commands"]), (u64::from(n), 0, 0));
 }

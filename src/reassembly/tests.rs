@@ -100,7 +100,8 @@ fn seg(dir: Direction, seq: u32, payload: &[u8]) -> TcpSegment<'_> {
 fn seg_on<'a>(client: &str, dir: Direction, seq: u32, payload: &'a [u8]) -> TcpSegment<'a> {
     let (c, s) = (addr(client), addr("10.0.0.2:6379"));
     let (src, dst) = if dir == REQ { (c, s) } else { (s, c) };
-    TcpSegment { ts_ns: 0, src, dst, seq, ack: 0, flags: TcpFlags(TcpFlags::PSH), window: 0, window_scale: None, payload, missing_tail: 0 }
+    let flags = TcpFlags(TcpFlags::PSH);
+    TcpSegment { ts_ns: 0, src, dst, seq, ack: 0, flags, window: 0, window_scale: None, payload, missing_tail: 0 }
 }
 
 fn with(mut s: TcpSegment<'_>, flags: u8) -> TcpSegment<'_> {
