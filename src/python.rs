@@ -377,6 +377,15 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
     Ok(d)
 }
 
+/// The ports of a capture that carry Redis commands (found by content, one pass over the file), and the
+/// ports that look like servers with their segments, busiest first.
+#[pyfunction]
+fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>)> {
+    let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let report = py.detach(|| parse::discover_ports(crate::capture::ReadAhead::new(file), path)).map_err(trace_err)?;
+    Ok((report.redis, report.servers))
+}
+
 /// Whether these first bytes are a pcap or pcapng file.
 #[pyfunction]
 fn is_capture(head: &[u8]) -> bool {
@@ -448,6 +457,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CaptureParser>()?;
     m.add_class::<StreamParser>()?;
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(discover_ports, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;

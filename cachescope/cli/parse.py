@@ -18,7 +18,8 @@ def build_parser(prog: str) -> Parser:
                    help="trace to write: .parquet, .txt (commands), .monitor, .oracleGeneral")
     p.add_argument("--format", choices=OUTPUT_FORMATS, help="output format (default: from OUT's extension)")
     p.add_argument("--port", action="append", metavar="PORT[,PORT]",
-                   help="Redis server port(s) (default 6379; repeat or comma-list for several servers)")
+                   help="Redis server port(s) (default: the ports Redis commands are sent to in the capture; "
+                        "repeat or comma-list for several servers)")
     p.add_argument("--anonymize", action="store_true",
                    help="replace keys by a salted hash (consistent within this trace, a new salt each run)")
     p.add_argument("--stats-json", metavar="FILE", help="also write the counters as JSON")
@@ -28,7 +29,7 @@ def build_parser(prog: str) -> Parser:
 
 def main(argv=None, prog: str = "parse.py") -> int:
     args = build_parser(prog).parse_args(argv)
-    stats = convert(args.capture, args.output, fmt=args.format, ports=args.port or (6379,),
+    stats = convert(args.capture, args.output, fmt=args.format, ports=args.port,
                     anonymize=args.anonymize, progress=not args.no_progress)
     print(format_stats(stats), file=sys.stderr)
     if args.stats_json:
@@ -69,6 +70,8 @@ def format_stats(stats: dict) -> str:
     dropped = [(n, what) for n, what in ((s.get(k, 0), what) for k, what in REASSEMBLY_DROPS) if n]
     if dropped:
         lines.append("  dropped by reassembly: " + ", ".join(f"{n:,} {what}" for n, what in dropped))
+    if s.get("ports_found"):
+        lines.append(f"  Redis found by content on port(s) {', '.join(map(str, s['redis_ports']))} (--port to choose)")
     if s.get("truncated_tail"):
         lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
     other = s.get("other_commands") or {}

@@ -3,6 +3,7 @@
 //! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
 
 pub mod ahead;
+pub mod discover;
 pub mod rows;
 pub mod streams;
 #[cfg(test)]
@@ -18,6 +19,7 @@ use crate::net::Direction;
 use crate::reassembly::{self, Reassembler, StreamSink};
 use crate::resp::{self, RespStats, Session};
 pub use ahead::ParseAhead;
+pub use discover::{discover_ports, PortReport};
 pub use rows::{RowBatch, RowBuilder, RowStats};
 pub use streams::StreamParser;
 
