@@ -62,7 +62,8 @@ def test_segments_after_an_accepted_rst_are_counted_as_dropped(tmp):
     assert stats["segments_after_close"] == len(after)
     assert stats["bytes_after_close"] == sum(len(s.payload) for s in after) > 0
     err, js = cli_stats(tmp, ethernet_pcap(conv, captured))
-    assert f"{len(after)} segments after their connection closed" in err
+    dropped = sum(len(s.payload) for s in after)
+    assert f"{len(after)} segments after their connection closed ({dropped:,} bytes)" in err
     assert js["segments_after_close"] == len(after)
 
 
@@ -85,4 +86,4 @@ def test_a_segment_beyond_any_window_gives_no_rows_and_no_gap(tmp):
                 out_of_window_segments=1, segments_after_close=1)
     assert stats["out_of_window_bytes"] == len(forged)
     err, js = cli_stats(tmp, ethernet_pcap(conv, captured))
-    assert "1 segments beyond any TCP window" in err and js["out_of_window_segments"] == 1
+    assert f"1 segments beyond any TCP window ({len(forged)} bytes)" in err and js["out_of_window_segments"] == 1

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 from crafted_capture import STEP, T0, Conversation, Seg, ethernet, feature_store_batches, pcap, timed
 
 
@@ -79,3 +79,14 @@ def test_no_redis_anywhere_is_one_line_naming_the_tcp_ports(tmp):
         assert str(cap) in lines[0] and "no Redis commands on any port" in lines[0]
         assert "80 (2 segments), 5432 (1 segments)" in lines[0] and "--port" in lines[0]
     assert not (tmp / "w.parquet").exists()
+
+
+def test_the_sample_capture_is_found_on_its_port(tmp):
+    sample = REPO / "sample_traces" / "feature_store.pcap"
+    found, given = tmp / "found.json", tmp / "given.json"
+    run_cli("parse.py", sample, "-o", tmp / "a.parquet", "--stats-json", found, "--no-progress", check_rc=0)
+    run_cli("parse.py", sample, "-o", tmp / "b.parquet", "--stats-json", given, "--port", "16379", "--no-progress",
+            check_rc=0)
+    found, given = json.loads(found.read_text()), json.loads(given.read_text())
+    assert found["redis_ports"] == given["redis_ports"] == [16379]
+    assert found["rows"] == given["rows"] > 0

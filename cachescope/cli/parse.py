@@ -41,9 +41,9 @@ def main(argv=None, prog: str = "parse.py") -> int:
 
 # Segments, bytes and signals reassembly set aside (each also in --stats-json under its key).
 REASSEMBLY_DROPS = [
-    ("segments_after_close", "segments after their connection closed"),
+    ("segments_after_close", "segments after their connection closed ({bytes_after_close:,} bytes)"),
     ("ignored_rsts", "RSTs outside the window (ignored)"),
-    ("out_of_window_segments", "segments beyond any TCP window"),
+    ("out_of_window_segments", "segments beyond any TCP window ({out_of_window_bytes:,} bytes)"),
     ("out_of_window_acks", "ACKs beyond any TCP window"),
     ("segments_before_start", "segments before a connection's first byte seen"),
     ("non_redis_segments", "segments on no Redis port"),
@@ -69,7 +69,8 @@ def format_stats(stats: dict) -> str:
     ]
     dropped = [(n, what) for n, what in ((s.get(k, 0), what) for k, what in REASSEMBLY_DROPS) if n]
     if dropped:
-        lines.append("  dropped by reassembly: " + ", ".join(f"{n:,} {what}" for n, what in dropped))
+        counts = {k: s.get(k, 0) for k in ("bytes_after_close", "out_of_window_bytes")}
+        lines.append("  dropped by reassembly: " + ", ".join(f"{n:,} {what.format(**counts)}" for n, what in dropped))
     if s.get("ports_found"):
         lines.append(f"  Redis found by content on port(s) {', '.join(map(str, s['redis_ports']))} (--port to choose)")
     if s.get("truncated_tail"):
