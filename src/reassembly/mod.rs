@@ -12,8 +12,11 @@
 //!   map keyed by offset; bytes already held win over a second copy (`stream.rs`, `held.rs`);
 //! - a hole is given up (reported as a gap) when the peer's ACK proves the bytes were sent, when the flow
 //!   buffers too much or has too many holes, when the global memcap is reached, or when the connection ends;
-//! - connections end on RST, on FIN in both directions, after an idle time in capture time, when the table is
-//!   full, or at the end of the capture (`reassembler.rs`, `table.rs`).
+//! - connections end on an RST within the receiver's window (RFC 5961; others are counted and ignored, as the
+//!   hosts ignore them), on FIN in both directions, after an idle time in capture time, when the table is
+//!   full, or at the end of the capture (`reassembler.rs`, `table.rs`);
+//! - a segment further from the next expected byte than any TCP window reaches (`MAX_WINDOW`) is no data of
+//!   the stream: counted and dropped whole, ACK included, so it can neither invent bytes nor give up a hole.
 //!
 //! Delivery is never driven by ACKs (an offline reader has no reason to wait), the per-connection state is
 //! small, and all buffered bytes count against hard limits, so memory is bounded whatever the capture holds.

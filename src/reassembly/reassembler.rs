@@ -5,7 +5,8 @@
 //! open the connection (a SYN on a 4-tuple whose connection is closed, or whose direction began with another
 //! ISN, is port reuse: a new connection with a new id), hand the ACK to the opposite direction (first: what
 //! it acknowledges was sent before this segment), the bytes to the direction's `Stream`, the FIN to it, and
-//! close on RST or when both directions are finished.
+//! close on RST or when both directions are finished. Before the ACK and the bytes are looked at, `admit`
+//! drops a segment no host would take: an RST outside the window, or bytes beyond any window.
 //!
 //! Memory held for out-of-order bytes is summed over all connections; before a segment that must be held
 //! would push it past the memcap, the connections holding the most give up their holes (down to 3/4 of the
