@@ -167,10 +167,11 @@ impl Stream {
     }
 
     /// RFC 5961 section 3: an RST of this direction is acted on only when its sequence number lies in the
-    /// window the peer (`peer`, the receiver) offered, from the next byte it expects. Its next expected byte
-    /// is at most ours (it cannot have received what the capture did not see sent) and at least what it
-    /// acknowledged; one more is allowed for a FIN's sequence number. A stack answers any other RST with a
-    /// challenge ACK and stays connected, so must the reader.
+    /// window the peer (`peer`, the receiver) offered, from the next byte it expects. That byte lies between
+    /// what it acknowledged and the next byte the capture saw sent, whichever order these are in; one more is
+    /// allowed for a FIN's sequence number. A stack answers any other RST with a challenge ACK and stays
+    /// connected, and so does the reader. With nothing seen of this direction yet, there is nothing to judge
+    /// by: the RST is taken (a port's refusal of a SYN).
     pub fn accepts_rst(&self, seq: u32, peer: &Stream) -> bool {
         if !self.started {
             return true;
