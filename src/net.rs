@@ -29,6 +29,10 @@ pub struct TcpSegment<'a> {
     pub seq: u32,
     pub ack: u32,
     pub flags: TcpFlags,
+    /// The receive window the sender advertises, as in the header (unscaled).
+    pub window: u16,
+    /// A SYN's window scale option (RFC 7323), when it carries one; None on every other segment.
+    pub window_scale: Option<u8>,
     pub payload: &'a [u8],
     pub missing_tail: u32,
 }

@@ -124,10 +124,6 @@ impl CaptureParser {
         self.inner.offset()
     }
 
-    fn conns(&self) -> Vec<(String, String)> {
-        self.inner.conns().iter().map(|(c, s)| (c.to_string(), s.to_string())).collect()
-    }
-
     fn cmd_names(&self) -> Vec<String> {
         self.inner.cmd_names().to_vec()
     }
@@ -159,6 +155,11 @@ fn row_columns(py: Python<'_>, b: parse::RowBatch) -> PyResult<Bound<'_, PyDict>
     d.set_item("value_size", b.value_size.into_pyarray(py))?;
     d.set_item("found", b.found.into_pyarray(py))?;
     d.set_item("latency_ns", b.latency_ns.into_pyarray(py))?;
+    // The endpoints of the connections the rows name, by conn (captures only).
+    let ids: Vec<u32> = b.endpoints.iter().map(|e| e.0).collect();
+    d.set_item("conn_ids", ids.into_pyarray(py))?;
+    d.set_item("clients", b.endpoints.iter().map(|e| e.1.to_string()).collect::<Vec<_>>())?;
+    d.set_item("servers", b.endpoints.iter().map(|e| e.2.to_string()).collect::<Vec<_>>())?;
     Ok(d)
 }
 
@@ -442,6 +443,15 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
     Ok(d)
 }
 
+/// The ports of a capture that carry Redis commands (found by content, one pass over the file), and the
+/// ports that look like servers with their segments, busiest first.
+#[pyfunction]
+fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>)> {
+    let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let report = py.detach(|| parse::discover_ports(crate::capture::ReadAhead::new(file), path)).map_err(trace_err)?;
+    Ok((report.redis, report.servers))
+}
+
 /// Whether these first bytes are a pcap or pcapng file.
 #[pyfunction]
 fn is_capture(head: &[u8]) -> bool {
@@ -571,6 +581,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CaptureParser>()?;
     m.add_class::<StreamParser>()?;
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
+    m.add_function(wrap_pyfunction!(discover_ports, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;

@@ -482,7 +482,7 @@ fn parse_and_check(file: &[u8], what: &str) -> (usize, bool) {
     // After an error the rows of the packets read so far stay counted but are not handed out.
     assert!(counters["rows"] as usize == rows || failed && counters["rows"] as usize > rows, "{what}");
     let (delivered, lo, hi) = deliver(file);
-    let conns = parser.conns().len() as u32;
+    let conns = counters["connections"] as u32;
     let cmds = parser.cmd_names().to_vec();
     for b in &batches {
         check_batch(b, &delivered, (lo, hi), conns, &cmds, what);
@@ -501,6 +501,7 @@ fn check_batch(b: &RowBatch, d: &Delivered, (lo, hi): (i64, i64), conns: u32, cm
         let (k, f) = (String::from_utf8_lossy(key), String::from_utf8_lossy(field));
         let row = format!("{what}: row {i} {cmd} {k:?} {f:?}");
         assert!(conn < conns && b.op[i] <= 2, "{row}");
+        assert!(b.endpoints.binary_search_by_key(&conn, |e| e.0).is_ok(), "{row}: no endpoints for its connection");
         assert!(seen(d, conn, true, key), "{row}: the key was never delivered on its connection");
         if b.field_valid[i] {
             assert!(seen(d, conn, cmd != "HGETALL", field), "{row}: the field was never delivered");

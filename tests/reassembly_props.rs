@@ -231,6 +231,8 @@ fn segment<'a>(spec: &Spec, s: &'a Cap) -> TcpSegment<'a> {
         seq: s.seq,
         ack: s.ack,
         flags: TcpFlags(s.flags),
+        window: 0xffff,
+        window_scale: None,
         payload: &s.payload,
         missing_tail: s.missing,
     }
@@ -476,6 +478,8 @@ fn soup(seed: u64, n: usize) -> Result<(), TestCaseError> {
             seq,
             ack,
             flags: TcpFlags(rng.below(32) as u8),
+            window: rng.below(65536) as u16,
+            window_scale: None,
             payload: &payload[a..(a + len).min(300)],
             missing_tail: if rng.chance(0.1) { rng.below(100) as u32 } else { 0 },
         };

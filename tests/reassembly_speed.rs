@@ -48,10 +48,10 @@ fn run(conns: u16, rounds: u64, req: &[u8], rep: &[u8]) -> (u64, u64, f64) {
         for (c, &client) in clients.iter().enumerate() {
             ts += 1000;
             let [q, p] = seqs[c];
-            let request = TcpSegment { ts_ns: ts, src: client, dst: server, seq: q, ack: p, flags, payload: req, missing_tail: 0 };
+            let request = TcpSegment { ts_ns: ts, src: client, dst: server, seq: q, ack: p, flags, window: 0, window_scale: None, payload: req, missing_tail: 0 };
             r.process(&request, &mut sink);
             let q = q.wrapping_add(req.len() as u32);
-            let reply = TcpSegment { ts_ns: ts + 500, src: server, dst: client, seq: p, ack: q, flags, payload: rep, missing_tail: 0 };
+            let reply = TcpSegment { ts_ns: ts + 500, src: server, dst: client, seq: p, ack: q, flags, window: 0, window_scale: None, payload: rep, missing_tail: 0 };
             r.process(&reply, &mut sink);
             seqs[c] = [q, p.wrapping_add(rep.len() as u32)];
         }

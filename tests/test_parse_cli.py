@@ -105,7 +105,7 @@ def test_bad_inputs(tmp):
     cut.write_bytes(CAPTURE.read_bytes()[:500])  # tcpdump killed mid-write: parse what is there
     proc = run_cli("parse.py", cut, "-o", tmp / "o.parquet", "--port", PORT, check_rc=0)
     assert "cut record" in proc.stderr
-    none = run_cli("simulate.py", CAPTURE, "--lru", "10")  # the default port 6379 sees nothing here
+    none = run_cli("simulate.py", CAPTURE, "--lru", "10", "--port", "6379")  # port 6379 sees nothing here
     _one_line_error(none, "no Redis commands on port(s) 6379")
 
 

@@ -26,7 +26,8 @@ ANOMALIES = ["retransmissions", "out_of_order", "overlaps", "overlap_conflicts",
              "skipped_bytes", "unknown_replies", "damaged_commands", "unpaired_replies", "contradictions",
              "mid_stream_connections", "truncated_tail", "snaplen_cut_bytes", "skipped_packets",
              "non_redis_segments", "unknown_commands", "malformed_commands", "reassembly_limit_hits",
-             "invalid_requests", "invalid_replies", "port_reuses"]
+             "invalid_requests", "invalid_replies", "port_reuses", "ignored_rsts", "out_of_window_segments",
+             "out_of_window_acks"]
 
 
 def parse(tmp, data: bytes, name="c.pcap"):

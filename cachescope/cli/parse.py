@@ -18,7 +18,8 @@ def build_parser(prog: str) -> Parser:
                    help="trace to write: .parquet, .txt (commands), .monitor, .oracleGeneral")
     p.add_argument("--format", choices=OUTPUT_FORMATS, help="output format (default: from OUT's extension)")
     p.add_argument("--port", action="append", metavar="PORT[,PORT]",
-                   help="Redis server port(s) (default 6379; repeat or comma-list for several servers)")
+                   help="Redis server port(s) (default: the ports Redis commands are sent to in the capture; "
+                        "repeat or comma-list for several servers)")
     p.add_argument("--anonymize", action="store_true",
                    help="replace keys by a salted hash (consistent within this trace, a new salt each run)")
     p.add_argument("--stats-json", metavar="FILE", help="also write the counters as JSON")
@@ -28,7 +29,7 @@ def build_parser(prog: str) -> Parser:
 
 def main(argv=None, prog: str = "parse.py") -> int:
     args = build_parser(prog).parse_args(argv)
-    stats = convert(args.capture, args.output, fmt=args.format, ports=args.port or (6379,),
+    stats = convert(args.capture, args.output, fmt=args.format, ports=args.port,
                     anonymize=args.anonymize, progress=not args.no_progress)
     print(format_stats(stats), file=sys.stderr)
     if args.stats_json:
@@ -36,6 +37,18 @@ def main(argv=None, prog: str = "parse.py") -> int:
             json.dump(stats, f, indent=2)
             f.write("\n")
     return 0
+
+
+# Segments, bytes and signals reassembly set aside (each also in --stats-json under its key).
+REASSEMBLY_DROPS = [
+    ("segments_after_close", "segments after their connection closed ({bytes_after_close:,} bytes)"),
+    ("ignored_rsts", "RSTs outside the window (ignored)"),
+    ("out_of_window_segments", "segments beyond any TCP window ({out_of_window_bytes:,} bytes)"),
+    ("out_of_window_acks", "ACKs beyond any TCP window"),
+    ("segments_before_start", "segments before a connection's first byte seen"),
+    ("non_redis_segments", "segments on no Redis port"),
+    ("reassembly_limit_hits", "reassembly limits reached"),
+]
 
 
 def format_stats(stats: dict) -> str:
@@ -54,6 +67,12 @@ def format_stats(stats: dict) -> str:
         f"{s.get('retransmissions', 0):,} retransmissions, {s.get('out_of_order', 0):,} out of order, "
         f"{s.get('resyncs', 0):,} resyncs, {s.get('unknown_replies', 0):,} replies unknown",
     ]
+    dropped = [(n, what) for n, what in ((s.get(k, 0), what) for k, what in REASSEMBLY_DROPS) if n]
+    if dropped:
+        counts = {k: s.get(k, 0) for k in ("bytes_after_close", "out_of_window_bytes")}
+        lines.append("  dropped by reassembly: " + ", ".join(f"{n:,} {what.format(**counts)}" for n, what in dropped))
+    if s.get("ports_found"):
+        lines.append(f"  Redis found by content on port(s) {', '.join(map(str, s['redis_ports']))} (--port to choose)")
     if s.get("truncated_tail"):
         lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
     other = s.get("other_commands") or {}

@@ -45,7 +45,8 @@ def build_parser(prog: str) -> Parser:
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
     p.add_argument("--port", action="append", metavar="PORT[,PORT]",
-                   help="Redis server port(s) in a capture (default 6379; repeat or comma-list for several)")
+                   help="Redis server port(s) in a capture (default: the ports Redis commands are sent to in "
+                        "it; repeat or comma-list for several)")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
                    help=f"lookups per timeline point (default {DEFAULT_WINDOW:,})")
 
@@ -96,7 +97,7 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         allow_list=args.allow_list,
         entry_overhead=args.entry_overhead,
         assume_value_size=args.assume_value_size,
-        ports=args.port or (6379,),
+        ports=args.port,
         progress=not args.no_progress,
         params=_given_params(args),
         curve=args.curve,

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.parse.discover import find_redis_ports
 from cachescope.parse.schema import SCHEMA, record_batch
 
 DEFAULT_PORTS = (6379,)
@@ -37,8 +38,10 @@ class CaptureRows:
     """One capture opened for parsing. Iterate `record_batches()` once; `stats` is complete afterwards."""
 
     def __init__(self, path: str, ports=DEFAULT_PORTS, anonymize: bool = False):
+        """`ports`: the Redis server ports; None finds them by content (`discover.find_redis_ports`)."""
         self.path = os.fspath(path)
-        self.ports = check_ports(ports)
+        self.found_ports = ports is None
+        self.ports = find_redis_ports(self.path) if ports is None else check_ports(ports)
         self.size_bytes = os.path.getsize(self.path)
         # A fresh salt per parse: anonymized keys are consistent within the trace and useless outside it.
         salt = secrets.randbits(64) if anonymize else None
@@ -59,21 +62,22 @@ class CaptureRows:
             except _native.NativeTraceError as e:
                 raise TraceFormatError(str(e)) from None
             finally:
-                self.stats = self._parser.stats()
+                self.stats = {**self._parser.stats(), "redis_ports": self.ports, "ports_found": self.found_ports}
             if cols is None:
                 return
-            batch = record_batch(cols, self._parser.cmd_names(), self._parser.conns())
+            batch = record_batch(cols, self._parser.cmd_names())
             del cols  # the raw columns the batch does not share are freed before the next batch is parsed
             yield batch
 
 
 def parse_capture(path: str, ports=DEFAULT_PORTS, anonymize: bool = False):
     """The whole trace of a capture (or of a tcpflow output directory) as a pandas DataFrame (the trace schema
-    of DESIGN.md). For captures larger than memory, write a Parquet trace with `parse.py` instead."""
+    of DESIGN.md); `ports=None` finds a capture's Redis ports by content. For captures larger than memory,
+    write a Parquet trace with `parse.py` instead."""
     if os.path.isdir(path):
         from cachescope.parse.tcpflow_source import TcpflowRows
 
-        rows = TcpflowRows(path, ports, anonymize)
+        rows = TcpflowRows(path, DEFAULT_PORTS if ports is None else ports, anonymize)
     else:
         rows = CaptureRows(path, ports, anonymize)
     table = pa.Table.from_batches(list(rows.record_batches()), schema=SCHEMA)

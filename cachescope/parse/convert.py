@@ -6,7 +6,7 @@ import os
 import sys
 
 from cachescope.errors import TraceFormatError
-from cachescope.parse.capture_source import CaptureRows
+from cachescope.parse.capture_source import DEFAULT_PORTS, CaptureRows
 from cachescope.parse.writers import TraceWriter, output_format
 from cachescope.trace.formats import detect_format
 
@@ -14,12 +14,12 @@ from cachescope.trace.formats import detect_format
 def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,
             progress: bool = False) -> dict:
     """Parses `source` (a capture, a MONITOR log, or a tcpflow output directory) into `output`; returns the
-    counters (packets, connections, gaps, ...)."""
+    counters (packets, connections, gaps, ...). `ports=None`: a capture's Redis ports are found by content."""
     out_fmt = output_format(output, fmt)
     if os.path.isdir(source):
         from cachescope.parse.tcpflow_source import TcpflowRows
 
-        rows = TcpflowRows(source, ports, anonymize)
+        rows = TcpflowRows(source, DEFAULT_PORTS if ports is None else ports, anonymize)
     else:
         kind = detect_format(source)
         if kind == "monitor":

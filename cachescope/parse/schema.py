@@ -27,16 +27,22 @@ SCHEMA = pa.schema([
 ])
 
 
-def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]]) -> pa.RecordBatch:
+def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]] | None = None) -> pa.RecordBatch:
     """Arrow columns from the parser's numpy columns (no copy of the numbers, keys and fields).
 
-    `value_size`, `found`, `latency_ns` use -1 for unknown; `cmd` indexes `cmd_names`; `conn` indexes `conns`
-    ((client, server) as `ip:port`)."""
+    `value_size`, `found`, `latency_ns` use -1 for unknown; `cmd` indexes `cmd_names`. Each row's endpoints
+    ((client, server) as `ip:port`) come from `conns`, indexed by `conn`, or when it is None from the batch
+    itself (`conn_ids`, sorted, with their `clients` and `servers`: a capture's batches name only their own
+    connections, so that nothing grows with every connection the capture ever held)."""
     n = len(cols["ts_ns"])
     conn, found = cols["conn"], cols["found"]
+    if conns is None:
+        conn_ids = cols["conn_ids"]
+        index = np.searchsorted(conn_ids, conn) if len(conn) else conn
+        conns, conn = list(zip(cols["clients"], cols["servers"])), index
     arrays = [
         _numbers(pa.int64(), cols["ts_ns"]),
-        _numbers(pa.uint32(), conn),
+        _numbers(pa.uint32(), cols["conn"]),
         _numbers(pa.uint64(), cols["req"]),
         # Views, not copies: op codes are 0-2 and command codes index a few hundred names.
         _dictionary(pa.int8(), cols["op"].view(np.int8), OPS),

@@ -51,8 +51,10 @@ class TraceSource:
         self.info = TraceInfo(self.path, self.format)
         if self.format == "pcap":
             from cachescope.parse.capture_source import check_ports
+            from cachescope.parse.discover import find_redis_ports
 
-            ports = check_ports(ports)
+            # Found once here when not given, so that every later pass over the capture uses the same ports.
+            ports = find_redis_ports(self.path) if ports is None else check_ports(ports)
         self.ports = ports
         self.capture_stats: dict = {}
         self._bytes_read = 0

@@ -68,14 +68,40 @@ pub fn decode_tcp<'a>(link_type: u32, ts_ns: i64, frame: &'a [u8], orig_len: u32
         return Err(f.short());
     }
     let captured_end = ip.end.min(b.len());
+    let flags = TcpFlags(b[tcp + 13]);
+    let window_scale = if flags.has(TcpFlags::SYN) { window_scale(&b[tcp + 20..payload_at]) } else { None };
     Ok(TcpSegment {
         ts_ns,
         src: SocketAddr::new(ip.src, be16(b, tcp)),
         dst: SocketAddr::new(ip.dst, be16(b, tcp + 2)),
         seq: be32(b, tcp + 4),
         ack: be32(b, tcp + 8),
-        flags: TcpFlags(b[tcp + 13]),
+        flags,
+        window: be16(b, tcp + 14),
+        window_scale,
         payload: &b[payload_at..captured_end],
         missing_tail: (ip.end - captured_end) as u32,
     })
+}
+
+/// The window scale option among a SYN's TCP options (kind 3, length 3), if present and well formed.
+/// Source: RFC 7323 section 2; a shift over 14 is taken as 14, as the RFC says.
+fn window_scale(mut options: &[u8]) -> Option<u8> {
+    while let Some(&kind) = options.first() {
+        match kind {
+            0 => return None,
+            1 => options = &options[1..],
+            _ => {
+                let len = usize::from(*options.get(1)?);
+                if len < 2 || len > options.len() {
+                    return None;
+                }
+                if kind == 3 && len == 3 {
+                    return Some(options[2].min(14));
+                }
+                options = &options[len..];
+            }
+        }
+    }
+    None
 }

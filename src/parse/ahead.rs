@@ -3,13 +3,12 @@
 //! works on the one it was handed: on two cores the parser's time and the caller's overlap instead of adding
 //! up. The caller asks for each batch; the worker parses at most one batch beyond the one being handed out,
 //! so at most two batches exist besides the caller's (memory stays bounded). With each batch comes the
-//! parser's state when that batch was cut (counters, offset, new connections and command names), so what the
+//! parser's state when that batch was cut (counters, offset, new command names), so what the
 //! caller reads alongside a batch is what the plain parser would have shown at that point, and an error
 //! arrives at the same point of the stream with the same message.
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::SocketAddr;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::thread;
@@ -17,15 +16,14 @@ use std::thread;
 use super::{CaptureParser, RowBatch};
 use crate::error::TraceError;
 
-type Conn = (SocketAddr, SocketAddr);
 type Parsed = Result<Option<RowBatch>, TraceError>;
 
-/// The parser's state when a batch was cut; connections and command names only those new since the last.
+/// The parser's state when a batch was cut; command names only those new since the last (a batch carries
+/// the endpoints of its own connections).
 struct Progress {
     offset: u64,
     counters: Vec<(&'static str, u64)>,
     other_commands: BTreeMap<String, u64>,
-    new_conns: Vec<Conn>,
     new_cmd_names: Vec<String>,
 }
 
@@ -43,7 +41,6 @@ pub struct ParseAhead {
     offset: u64,
     counters: Vec<(&'static str, u64)>,
     other_commands: BTreeMap<String, u64>,
-    conns: Vec<Conn>,
     cmd_names: Vec<String>,
 }
 
@@ -65,7 +62,6 @@ impl ParseAhead {
             offset: 0,
             counters,
             other_commands: BTreeMap::new(),
-            conns: Vec::new(),
             cmd_names: Vec::new(),
         }
     }
@@ -90,7 +86,6 @@ impl ParseAhead {
         self.offset = progress.offset;
         self.counters = progress.counters;
         self.other_commands = progress.other_commands;
-        self.conns.extend(progress.new_conns);
         self.cmd_names.extend(progress.new_cmd_names);
         match parsed {
             Ok(Some(batch)) => Ok(Some(batch)),
@@ -110,10 +105,6 @@ impl ParseAhead {
         self.offset
     }
 
-    pub fn conns(&self) -> &[Conn] {
-        &self.conns
-    }
-
     pub fn cmd_names(&self) -> &[String] {
         &self.cmd_names
     }
@@ -130,7 +121,7 @@ impl ParseAhead {
 
 /// The worker: one batch per request, until the capture ends, an error, or the caller is gone.
 fn work<R: Read>(mut parser: CaptureParser<R>, asked: Receiver<usize>, done: SyncSender<(Parsed, Progress)>) {
-    let (mut conns_sent, mut names_sent) = (0, 0);
+    let mut names_sent = 0;
     for min_rows in asked {
         let parsed = parser.next_batch(min_rows);
         let last = !matches!(parsed, Ok(Some(_)));
@@ -138,10 +129,9 @@ fn work<R: Read>(mut parser: CaptureParser<R>, asked: Receiver<usize>, done: Syn
             offset: parser.offset(),
             counters: parser.counters(),
             other_commands: parser.row_stats().other_commands.clone(),
-            new_conns: parser.conns()[conns_sent..].to_vec(),
             new_cmd_names: parser.cmd_names()[names_sent..].to_vec(),
         };
-        (conns_sent, names_sent) = (parser.conns().len(), parser.cmd_names().len());
+        names_sent = parser.cmd_names().len();
         if done.send((parsed, progress)).is_err() || last {
             return;
         }

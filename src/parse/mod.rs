@@ -1,13 +1,17 @@
 //! A packet capture to trace rows, as a stream: `capture` reads and decodes packets, `reassembly` puts each
 //! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace.
-//! Memory is bounded by the reader's buffer, the reassembly and RESP limits, and one batch of rows.
+//! Memory is bounded by the reader's buffer, the reassembly and RESP limits, one batch of rows, and the
+//! connections open at once (a closed connection's state is freed). `discover` finds the Redis ports by
+//! content when none are given.
 
 pub mod ahead;
+pub mod discover;
 pub mod rows;
 pub mod streams;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::net::SocketAddr;
 
@@ -17,6 +21,7 @@ use crate::net::Direction;
 use crate::reassembly::{self, Reassembler, StreamSink};
 use crate::resp::{self, RespStats, Session};
 pub use ahead::ParseAhead;
+pub use discover::{discover_ports, PortReport};
 pub use rows::{RowBatch, RowBuilder, RowStats};
 pub use streams::StreamParser;
 
@@ -51,14 +56,32 @@ pub struct CaptureParser<R: Read> {
 }
 
 /// Where reassembled bytes go: one RESP session per connection, commands out as rows.
+///
+/// Only connections still open keep state here, so memory follows the live connections, not every one the
+/// capture ever held: a session is dropped when its connection closes, and its endpoints once the batch
+/// holding its last rows has been cut. Connection ids keep increasing (the rows' `conn`); nothing is
+/// indexed by them.
 struct Sink {
     limits: resp::Limits,
-    sessions: Vec<Option<Session>>,
-    conns: Vec<(SocketAddr, SocketAddr)>,
+    sessions: HashMap<u32, Conversation>,
+    /// (client, server) of open connections, and of those closed since the last batch was cut.
+    endpoints: HashMap<u32, (SocketAddr, SocketAddr)>,
+    /// Connections closed since the last batch was cut: their endpoints go once it is.
+    closed: Vec<u32>,
     rows: RowBuilder,
     /// Counters of sessions already finished.
     resp: RespStats,
 }
+
+/// An open connection's RESP session, made when its first bytes (or a loss) arrive: a connection that
+/// carries none (a port scan's SYN, a health check) costs a few bytes, not a session.
+enum Conversation {
+    Silent { mid_stream: bool },
+    Talking(Box<Session>),
+}
+
+/// Connections closed before their endpoints are checked against the batch being built.
+const CLOSED_BEFORE_CHECK: usize = 4096;
 
 impl<R: Read> CaptureParser<R> {
     pub fn new(src: R, path: &str, config: &ParseConfig) -> Result<CaptureParser<R>, TraceError> {
@@ -70,8 +93,9 @@ impl<R: Read> CaptureParser<R> {
             reassembler: Reassembler::new(&config.ports, config.reassembly.clone()),
             sink: Sink {
                 limits: config.resp,
-                sessions: Vec::new(),
-                conns: Vec::new(),
+                sessions: HashMap::new(),
+                endpoints: HashMap::new(),
+                closed: Vec::new(),
                 rows: RowBuilder::new(config.anonymize_salt),
                 resp: RespStats::default(),
             },
@@ -100,7 +124,7 @@ impl<R: Read> CaptureParser<R> {
         if self.done && self.sink.rows.rows() == 0 {
             return Ok(None);
         }
-        Ok(Some(self.sink.rows.take()))
+        Ok(Some(self.sink.take()))
     }
 
     /// Bytes of the capture consumed, for progress.
@@ -108,9 +132,10 @@ impl<R: Read> CaptureParser<R> {
         self.reader.offset()
     }
 
-    /// (client, server) of each connection, indexed by the rows' `conn`.
-    pub fn conns(&self) -> &[(SocketAddr, SocketAddr)] {
-        &self.sink.conns
+    /// Connections whose state is held right now (open, or closed since the last batch): what memory
+    /// beyond the limits' buffers grows with.
+    pub fn held_connections(&self) -> usize {
+        self.sink.endpoints.len().max(self.sink.sessions.len())
     }
 
     pub fn cmd_names(&self) -> &[String] {
@@ -126,8 +151,10 @@ impl<R: Read> CaptureParser<R> {
         let d = &self.decode;
         let r = self.reassembler.stats();
         let mut resp = self.sink.resp;
-        for s in self.sink.sessions.iter().flatten() {
-            add_resp(&mut resp, s.stats());
+        for c in self.sink.sessions.values() {
+            if let Conversation::Talking(s) = c {
+                add_resp(&mut resp, s.stats());
+            }
         }
         let rows = self.sink.rows.stats();
         vec![
@@ -148,6 +175,21 @@ impl<R: Read> CaptureParser<R> {
             ("gaps", r.gaps),
             ("gap_bytes", r.gap_bytes),
             ("reassembly_limit_hits", r.pending_bytes_limit_hits + r.holes_limit_hits + r.memcap_hits + r.connection_limit_hits),
+            // Everything reassembly dropped or gave up, one counter each (the sum above is kept for its name).
+            ("retransmitted_bytes", r.retransmitted_bytes),
+            ("segments_before_start", r.segments_before_start),
+            ("segments_after_close", r.segments_after_close),
+            ("bytes_after_close", r.bytes_after_close),
+            ("ignored_rsts", r.ignored_rsts),
+            ("out_of_window_segments", r.out_of_window_segments),
+            ("out_of_window_bytes", r.out_of_window_bytes),
+            ("out_of_window_acks", r.out_of_window_acks),
+            ("holes_given_up_by_ack", r.holes_given_up_by_ack),
+            ("pending_bytes_limit_hits", r.pending_bytes_limit_hits),
+            ("holes_limit_hits", r.holes_limit_hits),
+            ("memcap_hits", r.memcap_hits),
+            ("connection_limit_hits", r.connection_limit_hits),
+            ("idle_timeouts", r.idle_timeouts),
         ]
         .into_iter()
         .chain(command_counters(&resp, rows))
@@ -157,35 +199,78 @@ impl<R: Read> CaptureParser<R> {
 
 impl Sink {
     fn finish_all(&mut self) {
-        for conn in 0..self.sessions.len() {
-            self.close(conn as u32);
+        let mut open: Vec<u32> = self.sessions.keys().copied().collect();
+        open.sort_unstable();
+        for conn in open {
+            self.close(conn);
         }
     }
 
     fn close(&mut self, conn: u32) {
-        let Some(mut session) = self.sessions.get_mut(conn as usize).and_then(Option::take) else { return };
-        let rows = &mut self.rows;
-        session.finish(&mut |c| rows.push_command(conn, c));
-        add_resp(&mut self.resp, session.stats());
+        let Some(conversation) = self.sessions.remove(&conn) else { return };
+        if let Conversation::Talking(mut session) = conversation {
+            let rows = &mut self.rows;
+            session.finish(&mut |c| rows.push_command(conn, c));
+            add_resp(&mut self.resp, session.stats());
+        }
+        self.closed.push(conn);
+        if self.closed.len() >= CLOSED_BEFORE_CHECK.max(self.rows.rows()) {
+            self.forget_closed();
+        }
+    }
+
+    /// Forgets the endpoints of closed connections that have no row in the batch being built (a long stretch
+    /// of connections without commands must not pile up until the next batch is cut). The scan of the batch
+    /// is paid once per as many closes as the batch has rows.
+    fn forget_closed(&mut self) {
+        let mut named = self.rows.batch_conns().to_vec();
+        named.sort_unstable();
+        named.dedup();
+        let endpoints = &mut self.endpoints;
+        self.closed.retain(|id| {
+            let keep = named.binary_search(id).is_ok();
+            if !keep {
+                endpoints.remove(id);
+            }
+            keep
+        });
     }
 
     fn with_session(&mut self, conn: u32, f: impl FnOnce(&mut Session, &mut RowBuilder)) {
-        if let Some(Some(session)) = self.sessions.get_mut(conn as usize) {
+        let Some(conversation) = self.sessions.get_mut(&conn) else { return };
+        if let Conversation::Silent { mid_stream } = *conversation {
+            let session = if mid_stream { Session::mid_stream(self.limits) } else { Session::new(self.limits) };
+            *conversation = Conversation::Talking(Box::new(session));
+        }
+        if let Conversation::Talking(session) = conversation {
             f(session, &mut self.rows);
         }
+    }
+
+    /// The rows so far, with the endpoints of the connections they name; then the endpoints of connections
+    /// closed meanwhile are forgotten (no later row can name them).
+    fn take(&mut self) -> RowBatch {
+        let mut batch = self.rows.take();
+        let mut ids = batch.conn.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        batch.endpoints = ids.into_iter().filter_map(|id| self.endpoints.get(&id).map(|&(c, s)| (id, c, s))).collect();
+        for id in self.closed.drain(..) {
+            self.endpoints.remove(&id);
+        }
+        if self.endpoints.capacity() > 4 * self.endpoints.len() + 1024 {
+            // A burst of connections has passed: give its room back.
+            self.endpoints.shrink_to_fit();
+            self.sessions.shrink_to_fit();
+        }
+        batch
     }
 }
 
 impl StreamSink for Sink {
     fn on_open(&mut self, conn: u32, client: SocketAddr, server: SocketAddr, _ts_ns: i64, mid_stream: bool) {
-        let session = if mid_stream { Session::mid_stream(self.limits) } else { Session::new(self.limits) };
-        let i = conn as usize;
-        if self.sessions.len() <= i {
-            self.sessions.resize_with(i + 1, || None);
-            self.conns.resize(i + 1, (client, server));
-        }
-        self.sessions[i] = Some(session);
-        self.conns[i] = (client, server);
+        self.sessions.insert(conn, Conversation::Silent { mid_stream });
+        self.endpoints.insert(conn, (client, server));
     }
 
     fn on_data(&mut self, conn: u32, dir: Direction, ts_ns: i64, data: &[u8]) {

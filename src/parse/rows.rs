@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::net::SocketAddr;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -32,6 +33,8 @@ pub struct RowBatch {
     pub value_size: Vec<i32>,
     pub found: Vec<i8>,
     pub latency_ns: Vec<i64>,
+    /// (conn, client, server) of each connection the rows name, by conn; filled by the capture parser only.
+    pub endpoints: Vec<(u32, SocketAddr, SocketAddr)>,
 }
 
 impl RowBatch {
@@ -56,6 +59,7 @@ impl RowBatch {
             value_size: Vec::with_capacity(rows),
             found: Vec::with_capacity(rows),
             latency_ns: Vec::with_capacity(rows),
+            endpoints: Vec::new(),
         };
         b.key_offsets.push(0);
         b.field_offsets.push(0);
@@ -143,6 +147,11 @@ impl RowBuilder {
 
     pub fn cmd_names(&self) -> &[String] {
         &self.cmd_names
+    }
+
+    /// The `conn` of each row of the batch being built.
+    pub fn batch_conns(&self) -> &[u32] {
+        &self.batch.conn
     }
 
     pub fn stats(&self) -> &RowStats {

@@ -125,19 +125,20 @@ fn anonymized_keys_are_one_hash_per_key() {
 }
 
 /// Every batch's rows, the counters after it, and how the parse ended, by the plain parser and parsed ahead.
-type Run = (Vec<(Vec<Row>, Vec<(&'static str, u64)>, u64)>, Result<(), TraceError>, Vec<String>, usize);
+type Run = (Vec<(Vec<Row>, Vec<(&'static str, u64)>, u64, Vec<Endpoints>)>, Result<(), TraceError>, Vec<String>);
+type Endpoints = (u32, SocketAddr, SocketAddr);
 
 fn run_plain(bytes: Vec<u8>, min_rows: usize) -> Run {
     let mut p = CaptureParser::new(Cursor::new(bytes), "test.pcap", &ParseConfig::default()).unwrap();
     let mut batches = Vec::new();
     let end = loop {
         match p.next_batch(min_rows) {
-            Ok(Some(b)) => batches.push((rows_of(&b, p.cmd_names()), p.counters(), p.offset())),
+            Ok(Some(b)) => batches.push((rows_of(&b, p.cmd_names()), p.counters(), p.offset(), b.endpoints.clone())),
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),
         }
     };
-    (batches, end, p.cmd_names().to_vec(), p.conns().len())
+    (batches, end, p.cmd_names().to_vec())
 }
 
 fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
@@ -146,7 +147,9 @@ fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
     let mut batches = Vec::new();
     let end = loop {
         match p.next_batch(min_rows) {
-            Ok(Some(b)) => batches.push((rows_of(&b, p.cmd_names()), p.counters().to_vec(), p.offset())),
+            Ok(Some(b)) => {
+                batches.push((rows_of(&b, p.cmd_names()), p.counters().to_vec(), p.offset(), b.endpoints.clone()))
+            }
             Ok(None) => break Ok(()),
             Err(e) => {
                 assert_eq!(p.next_batch(min_rows).err(), Some(e.clone()), "the error repeats");
@@ -157,7 +160,7 @@ fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
     if end.is_ok() {
         assert!(matches!(p.next_batch(min_rows), Ok(None)), "nothing after the end");
     }
-    (batches, end, p.cmd_names().to_vec(), p.conns().len())
+    (batches, end, p.cmd_names().to_vec())
 }
 
 #[test]
@@ -179,4 +182,70 @@ fn parsing_ahead_fails_where_the_plain_parser_does() {
         assert!(message.starts_with("test.pcap") && message.contains("snap length"), "{message}");
         assert_eq!(run_ahead(bytes.clone(), min_rows), plain, "batches of at least {min_rows} rows");
     }
+}
+
+/// `n` short connections, one every `every_ns`: handshake, a GET and its reply, FIN both ways, last ACK.
+fn short_connections(n: u32, every_ns: i64) -> Vec<u8> {
+    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
+    let (get, value) = (&b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"[..], &b"$1\r\nv\r\n"[..]);
+    let (q, r) = (get.len() as u32, value.len() as u32);
+    for i in 0..n {
+        let client = SocketAddr::new([10, 1, (i >> 16) as u8, (i >> 8) as u8].into(), 1024 + (i & 0xff) as u16);
+        let t = T0 + i64::from(i) * every_ns;
+        let mut put = |dt: i64, s: Segment| w.packet(t + dt, &synth::ethernet(&s.ip_packet(), &[])).unwrap();
+        put(0, Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") });
+        put(1, Segment { flags: 0x12, ack: 1, ..Segment::new(server, client, 0, b"") });
+        put(2, Segment { ack: 1, ..Segment::new(client, server, 1, get) });
+        put(3, Segment { ack: 1 + q, ..Segment::new(server, client, 1, value) });
+        put(4, Segment { flags: 0x11, ack: 1 + r, ..Segment::new(client, server, 1 + q, b"") });
+        put(5, Segment { flags: 0x11, ack: 2 + q, ..Segment::new(server, client, 1 + r, b"") });
+        put(6, Segment { flags: 0x10, ack: 2 + r, ..Segment::new(client, server, 2 + q, b"") });
+    }
+    w.into_inner()
+}
+
+#[test]
+fn state_is_held_for_live_connections_only() {
+    // 20,000 connections over 200 s: once each has closed (and the batch with its rows was cut), nothing of
+    // it may stay but the reassembler's tombstone, and tombstones go after 30 s (3,000 connections' worth).
+    let (n, every) = (20_000, 10_000_000);
+    let capture = Cursor::new(short_connections(n, every));
+    let mut p = CaptureParser::new(capture, "many.pcap", &ParseConfig::default()).unwrap();
+    let (mut rows, mut most_held, mut most_tracked) = (0, 0, 0);
+    let mut ids = std::collections::BTreeSet::new();
+    while let Some(b) = p.next_batch(100).unwrap() {
+        rows += b.len();
+        assert!(b.conn.iter().all(|c| b.endpoints.binary_search_by_key(c, |e| e.0).is_ok()), "a row's endpoints");
+        ids.extend(b.endpoints.iter().map(|e| e.0));
+        most_held = most_held.max(p.held_connections());
+        most_tracked = most_tracked.max(p.reassembler.tracked_connections());
+    }
+    assert_eq!((rows, ids.len(), ids.last().copied()), (n as usize, n as usize, Some(n - 1)));
+    assert!(most_held <= 200, "{most_held} connections held at once");
+    assert!(most_tracked <= 3_100, "{most_tracked} connections tracked at once");
+    let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
+    assert_eq!((c["connections"], c["segments_after_close"], c["gaps"]), (u64::from(n), u64::from(n), 0));
+}
+
+#[test]
+fn connections_that_carry_nothing_leave_nothing_behind() {
+    // A scan: 50,000 SYNs answered by RSTs, no command anywhere, so no batch is ever cut. Their endpoints
+    // must go all the same, without waiting for a batch.
+    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
+    let n = 50_000u32;
+    for i in 0..n {
+        let client = SocketAddr::new([10, 1, (i >> 16) as u8, (i >> 8) as u8].into(), 1024 + (i & 0xff) as u16);
+        let t = T0 + i64::from(i) * 1000;
+        let syn = Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") };
+        let rst = Segment { flags: 0x14, ack: 1, ..Segment::new(server, client, 0, b"") };
+        w.packet(t, &synth::ethernet(&syn.ip_packet(), &[])).unwrap();
+        w.packet(t + 1, &synth::ethernet(&rst.ip_packet(), &[])).unwrap();
+    }
+    let mut p = CaptureParser::new(Cursor::new(w.into_inner()), "scan.pcap", &ParseConfig::default()).unwrap();
+    assert!(p.next_batch(1).unwrap().is_none());
+    assert!(p.held_connections() <= super::CLOSED_BEFORE_CHECK, "{} connections held", p.held_connections());
+    let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
+    assert_eq!((c["connections"], c["ignored_rsts"], c["commands"]), (u64::from(n), 0, 0));
 }

@@ -12,8 +12,11 @@
 //!   map keyed by offset; bytes already held win over a second copy (`stream.rs`, `held.rs`);
 //! - a hole is given up (reported as a gap) when the peer's ACK proves the bytes were sent, when the flow
 //!   buffers too much or has too many holes, when the global memcap is reached, or when the connection ends;
-//! - connections end on RST, on FIN in both directions, after an idle time in capture time, when the table is
-//!   full, or at the end of the capture (`reassembler.rs`, `table.rs`).
+//! - connections end on an RST within the receiver's window (RFC 5961; others are counted and ignored, as the
+//!   hosts ignore them), on FIN in both directions, after an idle time in capture time, when the table is
+//!   full, or at the end of the capture (`reassembler.rs`, `table.rs`);
+//! - a segment further from the next expected byte than any TCP window reaches (`MAX_WINDOW`) is no data of
+//!   the stream: counted and dropped whole, ACK included, so it can neither invent bytes nor give up a hole.
 //!
 //! Delivery is never driven by ACKs (an offline reader has no reason to wait), the per-connection state is
 //! small, and all buffered bytes count against hard limits, so memory is bounded whatever the capture holds.
@@ -89,6 +92,13 @@ impl Default for Limits {
     }
 }
 
+/// The largest receive window TCP can offer (65535 << 14, RFC 7323), rounded up: no byte a sender may send
+/// lies further than this from the next byte the receiver expects. A segment further away, either way, is
+/// not data of the stream (`Stream::in_window`).
+pub const MAX_WINDOW: u64 = 1 << 30;
+/// The largest window scale shift (RFC 7323), assumed for a connection whose handshake the capture missed.
+pub const MAX_WINDOW_SCALE: u8 = 14;
+
 /// Accounting charged for each held out-of-order segment on top of its bytes: the map node, the boxed slice
 /// header, the timestamp. It keeps a flood of one-byte segments from hiding behind a byte count.
 pub const PIECE_OVERHEAD: u64 = 64;
@@ -125,8 +135,18 @@ pub struct ReassemblyStats {
     pub holes_given_up_by_ack: u64,
     /// Segments lying entirely before the first byte seen of a direction picked up mid-stream.
     pub segments_before_start: u64,
-    /// Segments on a connection already closed by FIN or RST (late ACKs, retransmitted FINs).
+    /// Segments on a connection already closed by FIN or RST (late ACKs, retransmitted FINs), and their bytes.
     pub segments_after_close: u64,
+    pub bytes_after_close: u64,
+    /// RSTs whose sequence number lies outside the receiver's window (RFC 5961): a middlebox's, a stale or a
+    /// forged one. The connection stays open, as it does in the hosts' stacks.
+    pub ignored_rsts: u64,
+    /// Segments further from the next expected byte than any TCP window reaches (`MAX_WINDOW`), and their
+    /// bytes: dropped whole, their ACK included.
+    pub out_of_window_segments: u64,
+    pub out_of_window_bytes: u64,
+    /// ACKs of bytes further ahead than any window reaches: ignored (no hole is given up on their word).
+    pub out_of_window_acks: u64,
     /// Times a direction gave up its holes because of `max_pending_bytes`, `max_holes` or the memcap.
     pub pending_bytes_limit_hits: u64,
     pub holes_limit_hits: u64,

@@ -5,7 +5,8 @@
 //! open the connection (a SYN on a 4-tuple whose connection is closed, or whose direction began with another
 //! ISN, is port reuse: a new connection with a new id), hand the ACK to the opposite direction (first: what
 //! it acknowledges was sent before this segment), the bytes to the direction's `Stream`, the FIN to it, and
-//! close on RST or when both directions are finished.
+//! close on RST or when both directions are finished. Before the ACK and the bytes are looked at, `admit`
+//! drops a segment no host would take: an RST outside the window, or bytes beyond any window.
 //!
 //! Memory held for out-of-order bytes is summed over all connections; before a segment that must be held
 //! would push it past the memcap, the connections holding the most give up their holes (down to 3/4 of the
@@ -91,6 +92,7 @@ impl Reassembler {
                     self.open(key, dir, seg, sink)
                 } else if closed {
                     self.stats.segments_after_close += 1;
+                    self.stats.bytes_after_close += seg.payload.len() as u64;
                     return;
                 } else {
                     self.table.touch(slot, seg.ts_ns);
@@ -178,6 +180,9 @@ impl Reassembler {
         let d = dir_index(dir);
         let Reassembler { table, stats, pending_total, .. } = self;
         let conn = table.conn(slot);
+        if !admit(conn, d, seg, stats) {
+            return;
+        }
         let mut out = Out { sink: &mut *sink, stats, conn: conn.id, dir: opposite(dir) };
         // The ACK before the data: the peer's bytes it acknowledges were received before this segment was
         // sent, so the holes it gives up and the held bytes after them go to the sink first. The other way
@@ -207,7 +212,7 @@ impl Reassembler {
         let stream = &mut self.table.conn(slot).streams[d];
         if !stream.started() {
             if syn {
-                stream.start_syn(seg.seq);
+                stream.start_syn(seg.seq, seg.window_scale);
             } else {
                 stream.start_at(seg.seq);
             }
@@ -304,4 +309,32 @@ impl Reassembler {
             self.table.remove(slot);
         }
     }
+}
+
+/// Whether a segment of an open connection is taken at all (and if so, notes the window it advertises). An
+/// RST outside the receiver's window, or any segment further than a window reaches from the next expected
+/// byte, is counted and dropped whole: its bytes would be invented data, its ACK would give up holes, its
+/// RST would end a connection that goes on. A SYN is judged by the caller (retransmitted, or port reuse).
+#[inline]
+fn admit(conn: &mut Conn, d: usize, seg: &TcpSegment<'_>, stats: &mut ReassemblyStats) -> bool {
+    if seg.flags.has(TcpFlags::SYN) {
+        return true;
+    }
+    let (sender, peer) = (&conn.streams[d], &conn.streams[1 - d]);
+    if seg.flags.has(TcpFlags::RST) {
+        if sender.accepts_rst(seg.seq, peer) {
+            return true;
+        }
+        stats.ignored_rsts += 1;
+        return false;
+    }
+    if !sender.in_window(seg.seq) {
+        stats.out_of_window_segments += 1;
+        stats.out_of_window_bytes += seg.payload.len() as u64;
+        return false;
+    }
+    if seg.flags.has(TcpFlags::ACK) {
+        conn.streams[d].note_window(seg.window);
+    }
+    true
 }

@@ -17,7 +17,7 @@
 
 use super::held::{Held, Piece};
 use super::recent::Recent;
-use super::{seq, Limits, Out, StreamSink, PIECE_OVERHEAD};
+use super::{seq, Limits, Out, StreamSink, MAX_WINDOW, MAX_WINDOW_SCALE, PIECE_OVERHEAD};
 
 /// A segment's bytes at their stream offset: `data`, then `missing` bytes the capture does not have.
 #[derive(Clone, Copy)]
@@ -78,6 +78,10 @@ pub(super) struct Stream {
     held: Held,
     recent: Recent,
     window: u32,
+    /// The window scale option of this direction's SYN (RFC 7323), when the SYN carried one.
+    syn_scale: Option<u8>,
+    /// The receive window this direction's sender last advertised (for the peer's bytes), unscaled.
+    advertised: Option<u16>,
 }
 
 impl Stream {
@@ -92,6 +96,8 @@ impl Stream {
             held: Held::default(),
             recent: Recent::new(),
             window: overlap_window,
+            syn_scale: None,
+            advertised: None,
         }
     }
 
@@ -105,9 +111,10 @@ impl Stream {
     }
 
     /// Starts the direction at its SYN: offset 0 is the byte after it.
-    pub fn start_syn(&mut self, isn: u32) {
+    pub fn start_syn(&mut self, isn: u32, window_scale: Option<u8>) {
         self.started = true;
         self.syn_isn = Some(isn);
+        self.syn_scale = window_scale;
         self.base_seq = isn.wrapping_add(1);
     }
 
@@ -126,6 +133,53 @@ impl Stream {
     #[inline]
     pub fn offset_of(&self, seq: u32) -> i64 {
         seq::unwrap(seq, self.next, seq::seq_at(self.base_seq, self.next))
+    }
+
+    /// Records the receive window this direction's sender advertises in a segment it sent.
+    #[inline]
+    pub fn note_window(&mut self, window: u16) {
+        self.advertised = Some(window);
+    }
+
+    /// The receive window, in bytes, that this direction's sender last offered `peer` (the other direction):
+    /// scaled as the handshake agreed (RFC 7323: only when both SYNs carried the option); the largest scale
+    /// when the handshake was not seen; `MAX_WINDOW` when this direction has advertised nothing yet.
+    fn offered(&self, peer: &Stream) -> u64 {
+        let Some(window) = self.advertised else { return MAX_WINDOW };
+        let shift = match (self.syn_isn, peer.syn_isn, self.syn_scale, peer.syn_scale) {
+            (Some(_), Some(_), Some(mine), Some(_)) => mine,
+            (Some(_), Some(_), _, _) => 0,
+            _ => MAX_WINDOW_SCALE,
+        };
+        (u64::from(window) << shift).min(MAX_WINDOW)
+    }
+
+    /// Whether a segment of this direction at sequence number `seq` lies where data of this stream can
+    /// plausibly be: within `MAX_WINDOW` of the next expected byte, either way. Further than any window can
+    /// reach, it is no byte of this stream (a corrupt or forged header, or another connection's segment).
+    #[inline]
+    pub fn in_window(&self, seq: u32) -> bool {
+        if !self.started || seq == seq::seq_at(self.base_seq, self.next) {
+            return true;
+        }
+        let from_next = self.offset_of(seq) - self.next as i64;
+        from_next.unsigned_abs() <= MAX_WINDOW
+    }
+
+    /// RFC 5961 section 3: an RST of this direction is acted on only when its sequence number lies in the
+    /// window the peer (`peer`, the receiver) offered, from the next byte it expects. That byte lies between
+    /// what it acknowledged and the next byte the capture saw sent, whichever order these are in; one more is
+    /// allowed for a FIN's sequence number. A stack answers any other RST with a challenge ACK and stays
+    /// connected, and so does the reader. With nothing seen of this direction yet, there is nothing to judge
+    /// by: the RST is taken (a port's refusal of a SYN).
+    pub fn accepts_rst(&self, seq: u32, peer: &Stream) -> bool {
+        if !self.started {
+            return true;
+        }
+        let off = self.offset_of(seq);
+        let (lo, hi) = (self.next.min(self.acked), self.next.max(self.acked));
+        let window = peer.offered(self);
+        off >= lo as i64 && off <= (hi + window + 1) as i64
     }
 
     /// Bytes at `off` would be held (copied) rather than delivered at once.
@@ -369,6 +423,11 @@ impl Stream {
         }
         let acked = self.offset_of(ack);
         if acked <= self.acked as i64 {
+            return;
+        }
+        if acked - self.next as i64 > MAX_WINDOW as i64 {
+            // Acknowledges bytes further ahead than any window lets a sender go: not an ACK of this stream.
+            out.stats.out_of_window_acks += 1;
             return;
         }
         self.acked = acked as u64;

@@ -100,7 +100,8 @@ fn seg(dir: Direction, seq: u32, payload: &[u8]) -> TcpSegment<'_> {
 fn seg_on<'a>(client: &str, dir: Direction, seq: u32, payload: &'a [u8]) -> TcpSegment<'a> {
     let (c, s) = (addr(client), addr("10.0.0.2:6379"));
     let (src, dst) = if dir == REQ { (c, s) } else { (s, c) };
-    TcpSegment { ts_ns: 0, src, dst, seq, ack: 0, flags: TcpFlags(TcpFlags::PSH), payload, missing_tail: 0 }
+    let flags = TcpFlags(TcpFlags::PSH);
+    TcpSegment { ts_ns: 0, src, dst, seq, ack: 0, flags, window: 0, window_scale: None, payload, missing_tail: 0 }
 }
 
 fn with(mut s: TcpSegment<'_>, flags: u8) -> TcpSegment<'_> {
@@ -580,6 +581,8 @@ fn when_both_ports_are_redis_ports_the_handshake_decides_and_sticks() {
         seq,
         ack: 0,
         flags: TcpFlags(flags),
+        window: 0,
+        window_scale: None,
         payload,
         missing_tail: 0,
     };
@@ -613,4 +616,80 @@ fn gaps_carry_the_timestamp_of_the_bytes_after_them() {
     segs.extend([at(seg(REQ, 1001, b"a"), 1), at(seg(REQ, 1003, b"c"), 3), at(acking(seg(REP, 5001, b""), 1004), 4)]);
     let rec = run(&mut r, &segs);
     assert!(rec.events.contains(&Event::Gap { conn: 0, dir: REQ, ts: 3, n: 1 }));
+}
+
+fn windowed(mut s: TcpSegment<'_>, window: u16) -> TcpSegment<'_> {
+    s.window = window;
+    s
+}
+
+#[test]
+fn an_rst_outside_the_receivers_window_is_ignored() {
+    let mut r = reassembler();
+    // The handshake agrees on no scaling; the server offers a window of 1000 bytes.
+    let mut segs = handshake().to_vec();
+    segs[1] = windowed(segs[1], 1000);
+    segs.extend([
+        acking(windowed(seg(REQ, 1001, b"GET a\r\n"), 500), 5001),
+        acking(windowed(seg(REP, 5001, b"$1\r\nx\r\n"), 1000), 1008),
+        // A middlebox's RST far outside the window, one just beyond it, and one behind what the server acked.
+        with(seg(REQ, 1008 + 3_000_000, b""), TcpFlags::RST),
+        with(seg(REQ, 1008 + 1002, b""), TcpFlags::RST),
+        with(seg(REQ, 1000, b""), TcpFlags::RST),
+        acking(windowed(seg(REQ, 1008, b"GET b\r\n"), 500), 5008),
+    ]);
+    let rec = run(&mut r, &segs);
+    assert_eq!(rec.text(0, REQ), "GET a\r\nGET b\r\n");
+    assert!(rec.closes().is_empty());
+    assert_eq!((r.stats().ignored_rsts, r.stats().segments_after_close), (3, 0));
+    // An RST within the window closes (a host takes it after its challenge ACK).
+    run(&mut r, &[with(seg(REQ, 1015 + 999, b""), TcpFlags::RST)]);
+    run(&mut r, &[seg(REQ, 1015, b"GET c\r\n")]);
+    assert_eq!((r.stats().ignored_rsts, r.stats().segments_after_close, r.stats().bytes_after_close), (3, 1, 7));
+}
+
+#[test]
+fn the_rst_window_is_scaled_as_the_handshake_agreed_and_wide_when_it_was_not_seen() {
+    // Both SYNs carry window scale 7: the server's 100 stands for 12800 bytes.
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs[0].window_scale = Some(2);
+    segs[1].window_scale = Some(7);
+    segs[2] = windowed(segs[2], 100);
+    segs.push(acking(windowed(seg(REP, 5001, b""), 100), 1001));
+    let rec = run(&mut r, &[segs.clone(), vec![with(seg(REQ, 1001 + 12_000, b""), TcpFlags::RST)]].concat());
+    assert_eq!((rec.closes(), r.stats().ignored_rsts), (vec![0], 0));
+    // Mid-stream, the scale is unknown: the largest one is assumed (100 << 14 bytes), nothing beyond.
+    let mut r = reassembler();
+    let segs = [
+        seg(REQ, 995, b"PING\r\n"),
+        windowed(acking(seg(REP, 5001, b"+PONG\r\n"), 1001), 100),
+        with(seg(REQ, 1001 + (100 << 14) + 5, b""), TcpFlags::RST),
+        with(seg(REQ, 1001 + (100 << 14) - 5, b""), TcpFlags::RST),
+    ];
+    let rec = run(&mut r, &segs);
+    assert_eq!((rec.closes(), r.stats().ignored_rsts), (vec![0], 1));
+}
+
+#[test]
+fn a_segment_beyond_any_window_is_no_data_and_gives_up_no_hole() {
+    let mut r = reassembler();
+    let mut segs = handshake().to_vec();
+    segs.extend([
+        seg(REQ, 1001, b"GET a\r\n"),
+        // "GET b" is not captured yet; the next command waits beyond the hole.
+        seg(REQ, 1015, b"GET c\r\n"),
+        // Nearly 2^31 ahead (and 1.5 GiB behind) of the next byte, acknowledging all the server could send.
+        acking(seg(REQ, 1008u32.wrapping_add((1 << 31) - 100), b"SET forged 1\r\n"), 5001 + (1 << 30)),
+        acking(seg(REQ, 1008u32.wrapping_sub(3 << 29), b"SET forged 2\r\n"), 5001),
+        // A server segment acknowledging beyond any window: the client's hole stays.
+        acking(seg(REP, 5001, b""), 1008 + (3 << 29)),
+        seg(REQ, 1008, b"GET b\r\n"),
+    ]);
+    let mut rec = run(&mut r, &segs);
+    r.finish(&mut rec);
+    assert_eq!(rec.text(0, REQ), "GET a\r\nGET b\r\nGET c\r\n");
+    let s = r.stats();
+    assert_eq!((s.out_of_window_segments, s.out_of_window_bytes, s.out_of_window_acks), (2, 28, 1));
+    assert_eq!((s.gaps, s.holes_given_up_by_ack, s.pending_bytes_limit_hits), (0, 0, 0));
 }

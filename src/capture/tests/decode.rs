@@ -66,6 +66,24 @@ fn ip_and_tcp_options_are_skipped() {
 }
 
 #[test]
+fn window_and_a_syns_window_scale_are_read() {
+    let mut s = segment(v4(), b"");
+    s.flags = 0x02;
+    s.tcp_options = &[2, 4, 5, 180, 1, 3, 3, 7]; // MSS 1460, NOP, window scale 7
+    let frame = synth::ethernet(&s.ip_packet(), &[]);
+    let syn = decode(LINKTYPE_ETHERNET, &frame).unwrap();
+    assert_eq!((syn.window, syn.window_scale), (0xffff, Some(7)));
+    // The option means nothing outside a SYN; a shift over 14 counts as 14 (RFC 7323).
+    s.flags = 0x10;
+    assert_eq!(decode(LINKTYPE_ETHERNET, &synth::ethernet(&s.ip_packet(), &[])).unwrap().window_scale, None);
+    s.flags = 0x02;
+    s.tcp_options = &[3, 3, 20, 0];
+    assert_eq!(decode(LINKTYPE_ETHERNET, &synth::ethernet(&s.ip_packet(), &[])).unwrap().window_scale, Some(14));
+    s.tcp_options = &[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+    assert_eq!(decode(LINKTYPE_ETHERNET, &synth::ethernet(&s.ip_packet(), &[])).unwrap().window_scale, None);
+}
+
+#[test]
 fn snap_length_cuts_are_missing_tail_or_truncated_headers() {
     let frame = synth::ethernet(&segment(v4(), HMGET).ip_packet(), &[]);
     let headers = 14 + 20 + 20;
