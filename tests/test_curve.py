@@ -104,6 +104,8 @@ def test_the_sizing_answer_reaches_the_target_and_two_percent_less_does_not(tmp,
     assert check.loc[size, "hit_rate"] >= target
     assert check.loc[int(size * 0.98), "hit_rate"] < target
     assert row["lookups_saved_per_s"] > 0 and row["knee_capacity"] is not None
+    # Warm-up read off the curve's timeline at the first timeline capacity at or above the answer.
+    assert row["warmup_capacity"] >= size and row["warmup_s"] >= 0
 
 
 def test_an_unreachable_target_says_so_and_gives_the_bound(tmp):

@@ -206,6 +206,8 @@ def format_curves(result) -> list[str]:
             per_s += f" and {row['round_trips_saved_per_s']:,.0f} round trips/s"
         if row["method"] != "exact":
             name += f" ({row['method']})"
+        if not _missing(row.get("warmup_s")):
+            per_s += f"; warms up in {_duration(row['warmup_s'])}"
         knee = row.get("knee_capacity")
         size = fmt(row["capacity"]) + (" or less (the curve starts there)" if row.get("at_curve_start") else "")
         lines.append(f"{name} for {row['target']:.0%}: {size} per pod{memory} -> "

@@ -63,7 +63,7 @@ class SimulationResult:
     def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
         """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
         from cachescope.simulate.curve import curve_frames, sampled_frames
-        from cachescope.simulate.sizing import sizing_frame
+        from cachescope.simulate.sizing import add_warmup, sizing_frame
 
         exact, heat = curve_frames(native, unit, self.unique_keys)
         sampled = sampled_frames([c for c in native if c["method"] != "exact"], unit, self.unique_keys,
@@ -81,6 +81,8 @@ class SimulationResult:
             looked = int(self.curves["bytes_looked_up"].max()) if "bytes_looked_up" in self.curves else 0
             per_entry = (looked / lookups if lookups else 0.0) + entry_overhead if looked else None
             self.sizing = sizing_frame(self.curves, targets, self.infinite["hit_rate"], self.duration_s(), per_entry)
+            if self.has_clock and self.first_ts is not None:
+                self.sizing = add_warmup(self.sizing, self.curve_timeline, [self.first_ts, *self.restart_times])
 
     def duration_s(self) -> float | None:
         """Seconds from the first to the last lookup, when the trace has a clock."""

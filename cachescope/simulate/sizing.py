@@ -82,3 +82,30 @@ def _knee(caps: np.ndarray, rates: np.ndarray):
         if j > i:
             knee = int(caps[i])
     return knee
+
+
+def add_warmup(sizing: pd.DataFrame, curve_timeline: pd.DataFrame, starts: list[int]) -> pd.DataFrame:
+    """`warmup_s` at each exact answer, from the curve's timeline at `warmup_capacity`, the smallest of its
+    capacities at or above the answer (the timeline keeps a few dozen of the curve's capacities): the time from
+    the trace's start until the hit rate over a window is within 5% of the steady rate there
+    (`recovery.py`). Needs a clock; sampled curves have no timeline."""
+    from cachescope.simulate.recovery import recovery_time, steady_hit_rate
+
+    if sizing.empty or curve_timeline.empty or "ts_ns" not in curve_timeline or not starts:
+        return sizing
+    sizing = sizing.copy()
+    for i, row in sizing.iterrows():
+        if row["method"] != "exact" or not row["reachable"]:
+            continue
+        heat = curve_timeline[(curve_timeline["policy"] == row["policy"])
+                              & (curve_timeline["capacity_unit"] == row["capacity_unit"])]
+        columns = np.sort(heat["capacity"].unique())
+        above = columns[columns >= row["capacity"]]
+        column = above[0] if len(above) else columns[-1]
+        at = heat[heat["capacity"] == column].sort_values("window")
+        times, rates = at["ts_ns"].to_numpy(dtype=np.int64), at["hit_rate"].to_numpy(dtype=float)
+        steady = steady_hit_rate(times, rates, np.array(starts, dtype=np.int64))
+        warmup = recovery_time(times, rates, starts[0], steady)
+        sizing.loc[i, "warmup_capacity"] = int(column)
+        sizing.loc[i, "warmup_s"] = np.nan if warmup is None else warmup / 1e9
+    return sizing
