@@ -12,7 +12,7 @@
 
 use std::mem;
 
-use super::arena::{Fifo, Span};
+use super::arena::{Fifo, Span, ELIDED};
 use super::line::{fast_int_line, parse_int, LineReader};
 use super::redact::{Redactor, REDACTED};
 use super::resync::{scan, Scan, MAX_CANDIDATE};
@@ -55,6 +55,8 @@ pub(crate) enum Event {
     Command(Parsed),
     /// Invalid bytes: what follows them until the next command start is lost.
     Lost,
+    /// A command read on probation was dropped, unconfirmed: if it was a real one, it has a reply.
+    Dropped,
 }
 
 /// Counts the session adds to its stats.
@@ -66,6 +68,10 @@ pub(crate) struct RequestCounts {
     pub damaged: u64,
     pub elided: u64,
     pub redacted: u64,
+    /// Arguments whose bytes were partly lost in a gap that fell inside them (the command is kept).
+    pub gap_args: u64,
+    /// Commands found after a resync and dropped because nothing confirmed they were not value bytes.
+    pub unconfirmed: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +110,10 @@ pub(crate) struct RequestParser {
     /// Bytes of an undecided resync candidate cut by the end of a chunk, and that chunk's time.
     carry: Vec<u8>,
     carry_ts: i64,
+    /// After a resync, commands are on probation: the bytes may still be inside a value, whose text can
+    /// spell any command. A command read on probation is held until something confirms it (see `resync`).
+    probation: bool,
+    held: Option<Parsed>,
     pub counts: RequestCounts,
 }
 
@@ -135,8 +145,15 @@ impl RequestParser {
             unquoted: Vec::new(),
             carry: Vec::new(),
             carry_ts: 0,
+            probation: resyncing,
+            held: None,
             counts: RequestCounts::default(),
         }
+    }
+
+    /// Commands read now are on probation (see `resync`): the stream is not trusted yet.
+    pub fn on_probation(&self) -> bool {
+        self.probation
     }
 
     /// Inside a command.
@@ -163,17 +180,93 @@ impl RequestParser {
         }
     }
 
-    /// Bytes were lost: the command in progress is damaged, and the next one must be searched for.
-    pub fn gap(&mut self, store: &mut ArgStore) {
+    /// `missing` bytes were lost. When they all lie in the rest of the argument being read (its length came
+    /// in its header) and its CRLF, the command's framing is intact: only that argument is lost (it comes
+    /// out elided) and parsing goes on. Otherwise the command in progress is damaged, and the next one must
+    /// be searched for. Returns whether the loss was confined to one argument.
+    pub fn gap(&mut self, missing: u64, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        if self.held.is_none() && self.lose_arg_bytes(missing, ts, store, out) {
+            return true;
+        }
+        self.drop_held(store, out);
         self.abandon(store);
         self.state = State::Resync;
+        self.probation = true;
         self.carry.clear();
+        false
     }
 
-    /// The stream ended: a command in progress is damaged.
+    /// The stream ended: a command in progress is damaged, one held on probation is not confirmed.
     pub fn finish(&mut self, store: &mut ArgStore) {
+        self.drop_held(store, &mut Vec::new());
         self.abandon(store);
         self.state = State::Idle;
+    }
+
+    /// Server bytes are arriving (at `ts`). A command held on probation that ended where the client's bytes
+    /// stopped, and is followed by the server answering, is how a request-response exchange looks, not a
+    /// value in transit (the server answers a command only once all of it has arrived): it is confirmed,
+    /// and the stream is trusted from here on. Returns it, to be queued before the reply is read.
+    pub fn confirm_by_reply(&mut self, ts: i64) -> Option<Parsed> {
+        let held = self.held?;
+        if !self.carry.is_empty() || ts < held.end_ts {
+            return None;
+        }
+        self.held = None;
+        self.probation = false;
+        self.state = State::Idle;
+        Some(held)
+    }
+
+    fn drop_held(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
+        if let Some(h) = self.held.take() {
+            out.push(Event::Dropped);
+            self.counts.unconfirmed += 1;
+            self.counts.skipped += h.bytes_len as u64;
+            store.bytes.truncate(h.bytes_start);
+            store.spans.truncate(h.spans_start);
+        }
+    }
+
+    /// The gap part of `gap`: loses `missing` bytes inside the current argument's payload and CRLF.
+    fn lose_arg_bytes(&mut self, missing: u64, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let (left, seen) = match self.state {
+            State::Payload { left, .. } => (left, 0),
+            State::Crlf(seen) => (0, seen as u64),
+            _ => return false,
+        };
+        let rest = left + 2 - seen;
+        if missing > rest {
+            return false;
+        }
+        if left > 0 {
+            // Value bytes are gone (a loss in the CRLF alone leaves the argument whole).
+            if matches!(self.state, State::Payload { store: true, .. }) {
+                self.elide_current(store);
+            }
+            self.counts.gap_args += 1;
+        }
+        let rest = rest - missing;
+        self.state = match rest {
+            0 => {
+                self.arg_done(ts, store, out);
+                return true;
+            }
+            1 => State::Crlf(1),
+            2 => State::Crlf(0),
+            _ => State::Payload { left: rest - 2, store: false },
+        };
+        true
+    }
+
+    /// The argument being read (and stored) lost bytes: it becomes elided, its bytes unknown.
+    fn elide_current(&mut self, store: &mut ArgStore) {
+        let last = store.spans.end() - 1;
+        let span = store.spans.slice(last, 1)[0];
+        store.bytes.truncate(self.cmd.bytes_start + span.start as u64);
+        store.spans.truncate(last);
+        store.spans.push(Span { start: ELIDED, len: 0 });
+        self.cmd.elided += 1;
     }
 
     fn abandon(&mut self, store: &mut ArgStore) {
@@ -194,6 +287,7 @@ impl RequestParser {
     fn invalid(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
         self.counts.invalid += 1;
         out.push(Event::Lost);
+        self.probation = true;
         if self.mid_command() {
             self.drop_command(store);
         }
@@ -356,7 +450,7 @@ impl RequestParser {
         if len > self.limits.max_arg_bytes as u64 {
             self.counts.elided += 1;
             self.cmd.elided += 1;
-            store.spans.push(Span { start, len: 0 });
+            store.spans.push(Span { start: ELIDED, len: 0 });
             return false;
         }
         self.stored += len;
@@ -404,7 +498,10 @@ impl RequestParser {
         let held = store.spans.end() - self.cmd.spans_start;
         if self.redactor.watching(self.got) && held > self.got as u64 {
             let span = store.spans.slice(store.spans.end() - 1, 1)[0];
-            let arg = store.bytes.slice(self.cmd.bytes_start + span.start as u64, span.len as usize);
+            let arg = match span.start {
+                ELIDED => &[][..],
+                start => store.bytes.slice(self.cmd.bytes_start + start as u64, span.len as usize),
+            };
             self.redactor.observe(self.got, arg);
         }
         self.got += 1;
@@ -419,6 +516,12 @@ impl RequestParser {
         self.cmd.end_ts = ts;
         self.cmd.argc = (store.spans.end() - self.cmd.spans_start) as u32;
         self.cmd.bytes_len = (store.bytes.end() - self.cmd.bytes_start) as u32;
+        if self.probation {
+            // Confirmed by what follows it (`resync`) or by the server answering (`confirm_by_reply`).
+            self.held = Some(self.cmd);
+            self.state = State::Resync;
+            return;
+        }
         out.push(Event::Command(self.cmd));
         self.state = State::Idle;
     }
@@ -473,6 +576,9 @@ impl RequestParser {
     }
 
     /// Looks for the next command start; returns where in `data` parsing goes on, None if all was taken.
+    ///
+    /// A command held on probation is confirmed when the next command start follows it at once; anything
+    /// else after it (bytes no command starts with) says it was read out of a value: it is dropped.
     fn resync(&mut self, data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) -> Option<usize> {
         if !self.carry.is_empty() {
             let c = self.carry.len();
@@ -482,8 +588,7 @@ impl RequestParser {
             joined[c..c + k].copy_from_slice(&data[..k]);
             match scan(&joined[..c + k], c) {
                 Scan::Found(i) => {
-                    self.counts.skipped += i as u64;
-                    self.counts.resyncs += 1;
+                    self.found(i, store, out);
                     self.state = State::Idle;
                     let carry = mem::take(&mut self.carry);
                     let n = self.run(&carry[i..], self.carry_ts, mark, store, out);
@@ -494,12 +599,16 @@ impl RequestParser {
                     return Some(0);
                 }
                 Scan::Undecided(i) => {
+                    if i > 0 {
+                        self.judge_held(false, store, out);
+                    }
                     self.counts.skipped += i as u64;
                     self.carry.drain(..i);
                     self.carry.extend_from_slice(data);
                     return None;
                 }
                 Scan::Nothing => {
+                    self.judge_held(false, store, out);
                     self.counts.skipped += c as u64;
                     self.carry.clear();
                 }
@@ -507,21 +616,45 @@ impl RequestParser {
         }
         match scan(data, data.len()) {
             Scan::Found(i) => {
-                self.counts.skipped += i as u64;
-                self.counts.resyncs += 1;
+                self.found(i, store, out);
                 self.state = State::Idle;
                 Some(i)
             }
             Scan::Undecided(i) => {
+                if i > 0 {
+                    self.judge_held(false, store, out);
+                }
                 self.counts.skipped += i as u64;
                 self.carry.extend_from_slice(&data[i..]);
                 self.carry_ts = ts;
                 None
             }
             Scan::Nothing => {
+                self.judge_held(false, store, out);
                 self.counts.skipped += data.len() as u64;
                 None
             }
+        }
+    }
+
+    /// A command starts `i` bytes on: a resync, or (at once after a held command) a confirmation.
+    fn found(&mut self, i: usize, store: &mut ArgStore, out: &mut Vec<Event>) {
+        if !(i == 0 && self.held.is_some()) {
+            self.counts.resyncs += 1;
+        }
+        self.judge_held(i == 0, store, out);
+        self.counts.skipped += i as u64;
+    }
+
+    /// A command start follows the held command at once (`next`) or not: confirmed, or dropped. Each
+    /// command read on probation needs its own confirmation, until the server's answer ends probation.
+    fn judge_held(&mut self, next: bool, store: &mut ArgStore, out: &mut Vec<Event>) {
+        if next {
+            if let Some(h) = self.held.take() {
+                out.push(Event::Command(h));
+            }
+        } else {
+            self.drop_held(store, out);
         }
     }
 }

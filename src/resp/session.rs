@@ -36,7 +36,7 @@ use super::command::Command;
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
-    classify, compatible, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
+    classify, compatible, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
 use super::{Direction, Limits, RespStats};
 
@@ -142,6 +142,8 @@ pub struct Session {
     skip: u64,
     /// A queued command was evicted: EXEC's array no longer lines up with the queue.
     tx_broken: bool,
+    /// Client bytes of unknown extent were lost (a gap, invalid bytes): see `commands_lost`.
+    request_lost: bool,
 }
 
 impl Session {
@@ -182,6 +184,7 @@ impl Session {
             prev_end: i64::MIN,
             skip: 0,
             tx_broken: false,
+            request_lost: false,
         }
     }
 
@@ -217,9 +220,15 @@ impl Session {
             Direction::Request => {
                 self.stats.request_gaps += 1;
                 self.stats.request_gap_bytes += missing;
-                self.req.gap(&mut self.args);
-                self.prev_end = self.prev_end.max(ts_ns);
-                self.commands_lost(out);
+                let mut events = std::mem::take(&mut self.events);
+                events.clear();
+                let confined = self.req.gap(missing, ts_ns, &mut self.args, &mut events);
+                self.on_events(&events, ts_ns, out);
+                self.events = events;
+                if !confined {
+                    self.prev_end = self.prev_end.max(ts_ns);
+                    self.commands_lost(out);
+                }
             }
             Direction::Reply => {
                 self.stats.reply_gaps += 1;
@@ -260,6 +269,8 @@ impl Session {
         s.damaged_commands = c.damaged;
         s.elided_args = c.elided;
         s.redacted_args = c.redacted;
+        s.args_lost_in_gaps = c.gap_args;
+        s.unconfirmed_commands = c.unconfirmed;
     }
 
     // ---- requests ----
@@ -273,21 +284,35 @@ impl Session {
             // Skipped bytes may have held commands: a turn needs a reply after them.
             self.prev_end = self.prev_end.max(ts);
         }
-        for &event in &events {
+        self.on_events(&events, ts, out);
+        self.events = events;
+    }
+
+    fn on_events(&mut self, events: &[Event], ts: i64, out: &mut impl FnMut(&Command)) {
+        for &event in events {
             match event {
                 Event::Command(cmd) => self.on_command(cmd, out),
                 Event::Lost => {
                     self.prev_end = self.prev_end.max(ts);
                     self.commands_lost(out);
                 }
+                Event::Dropped => {
+                    // Like bytes skipped at a mid-stream start: a turn needs a reply after them, and a
+                    // dropped CLIENT REPLY must not leave its mode behind.
+                    self.prev_end = self.prev_end.max(ts);
+                    self.modes.client_reply = ClientReply::On;
+                }
             }
         }
-        self.events = events;
     }
 
     /// Commands may have been lost on the request side: their replies will follow those of the commands
-    /// already waiting, which can still be paired.
+    /// already waiting, which can still be paired. How many were lost is unknown, and each has a reply of its
+    /// own that would be taken for the reply of a later command: no turn is certain any more (a client that
+    /// pipelines across a quiet moment would be paired one reply off), so pairing does not resume on this
+    /// connection; its later commands are emitted with `Reply::Unknown`.
     fn commands_lost(&mut self, out: &mut impl FnMut(&Command)) {
+        self.request_lost = true;
         // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
@@ -306,6 +331,16 @@ impl Session {
     }
 
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
+        if cmd.elided > 0 && mode_unknown(self.args_of(&cmd)) {
+            // Whether the server replies to it (and to what follows) is unknown: a loss of the pairing.
+            let p = Pending { cmd, class: Class::Other, wait: Wait::Done, reply: Stored::Unknown, reply_ts: None };
+            self.prev_end = self.prev_end.max(cmd.end_ts);
+            self.queue.push_back(p);
+            self.commands_lost(out);
+            self.fix_cursor();
+            self.emit_ready(out);
+            return;
+        }
         let class = classify(self.args_of(&cmd));
         let expects = self.expects_reply(class);
         let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None };
@@ -313,7 +348,10 @@ impl Session {
             p.wait = Wait::Done;
             p.reply = Stored::NoReply;
         } else if self.pairing != Pairing::Synced {
-            if self.pairing == Pairing::Unsynced && self.at_turn(&cmd) {
+            // A turn needs a trusted request stream: not after a loss of unknown extent, not while commands
+            // read after a resync are still on probation (one dropped later may have been real).
+            let trusted = !self.request_lost && !self.req.on_probation();
+            if self.pairing == Pairing::Unsynced && trusted && self.at_turn(&cmd) {
                 self.pairing = Pairing::Synced;
                 self.stats.pairing_resyncs += 1;
                 self.owed.clear();
@@ -408,6 +446,14 @@ impl Session {
         self.reply_frames(ts, data, usize::MAX, out);
     }
 
+    /// The server speaks: a command the request parser held on probation may be confirmed by it, and is
+    /// then queued before the reply is read.
+    fn confirm_held(&mut self, ts: i64, out: &mut impl FnMut(&Command)) {
+        if let Some(cmd) = self.req.confirm_by_reply(ts) {
+            self.on_command(cmd, out);
+        }
+    }
+
     /// Reply bytes, taken up to the end of the `max_frames`-th frame they complete; returns how many were
     /// taken. For streams without a clock (`parse::streams`), which must not feed replies ahead of the
     /// commands they answer.
@@ -436,6 +482,7 @@ impl Session {
         if data.is_empty() || max_frames == 0 {
             return 0;
         }
+        self.confirm_held(ts, out);
         self.last_reply_ts = Some(ts);
         if !self.framed {
             self.reply_bytes += data.len() as u64;
