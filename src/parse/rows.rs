@@ -424,6 +424,33 @@ mod tests {
         assert_eq!(rows(Limits::default(), request, b":2\r\n").value_size, [12, 3]);
     }
 
+    /// Keys too long to store used to come out as the empty key, shared by all of them: false hits. Their
+    /// rows are dropped and counted; the other rows of the command stay.
+    #[test]
+    fn keys_and_fields_too_long_to_store_give_no_row_and_are_counted() {
+        let limits = Limits { max_arg_bytes: 8, ..Limits::default() };
+        let mut session = Session::new(limits);
+        let mut rows = RowBuilder::new(None);
+        let mut out = |c: &Command| rows.push_command(0, c);
+        let request = [
+            "*2\r\n$3\r\nGET\r\n$10\r\nlong-key-1\r\n",
+            "*2\r\n$3\r\nGET\r\n$10\r\nlong-key-2\r\n",
+            "*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$10\r\nlong-key-3\r\n",
+            "*4\r\n$5\r\nHMGET\r\n$1\r\nh\r\n$12\r\nlong-field-1\r\n$1\r\nf\r\n",
+            "*2\r\n$3\r\nGET\r\n$0\r\n\r\n",
+        ]
+        .concat();
+        session.on_data(Direction::Request, 1, request.as_bytes(), &mut out);
+        let reply = "$1\r\nx\r\n$1\r\ny\r\n*2\r\n$2\r\nab\r\n$-1\r\n*2\r\n$-1\r\n$3\r\nabc\r\n$-1\r\n";
+        session.on_data(Direction::Reply, 2, reply.as_bytes(), &mut out);
+        let b = rows.take();
+        let keys: Vec<&[u8]> = b.key_offsets.windows(2).map(|w| &b.key_data[w[0] as usize..w[1] as usize]).collect();
+        // MGET a, HMGET h f, and the real empty key; never the long ones as "".
+        assert_eq!(keys, [&b"a"[..], b"h", b""]);
+        assert_eq!(b.value_size, [2, 3, -1]);
+        assert_eq!(rows.stats().elided_keys, 4);
+    }
+
     #[test]
     fn commands_redis_refuses_for_their_argument_count_give_no_row() {
         let mut session = Session::new(Limits::default());

@@ -84,6 +84,9 @@ struct Owed {
     /// Entries dropped for room, and the latest of their end times.
     dropped: u64,
     dropped_end: i64,
+    /// A bare UNSUBSCRIBE or PUNSUBSCRIBE is owed one confirmation per subscription, a number not known:
+    /// nothing is settled until a confirmation says no subscription is left.
+    uncounted: bool,
 }
 
 impl Owed {
@@ -107,9 +110,10 @@ impl Owed {
         }
     }
     fn settled(&self) -> bool {
-        self.dropped == 0 && self.ends.is_empty()
+        self.dropped == 0 && self.ends.is_empty() && !self.uncounted
     }
     fn clear(&mut self) {
+        self.uncounted = false;
         self.ends.clear();
         self.dropped = 0;
         self.dropped_end = i64::MIN;
@@ -178,7 +182,13 @@ impl Session {
                 maybe_subscribed: false,
                 monitor: false,
             },
-            owed: Owed { ends: VecDeque::new(), cap: limits.max_pending_commands, dropped: 0, dropped_end: i64::MIN },
+            owed: Owed {
+                ends: VecDeque::new(),
+                cap: limits.max_pending_commands,
+                dropped: 0,
+                dropped_end: i64::MIN,
+                uncounted: false,
+            },
             reply_bytes: 0,
             last_reply_ts: None,
             prev_end: i64::MIN,
@@ -357,7 +367,7 @@ impl Session {
                 self.owed.clear();
             } else {
                 p.wait = Wait::Done;
-                self.owed.push(cmd.end_ts);
+                self.owe(class, cmd.argc, cmd.end_ts);
             }
         }
         self.prev_end = self.prev_end.max(cmd.end_ts);
@@ -365,6 +375,22 @@ impl Session {
         self.fix_cursor();
         self.bound_queue(out);
         self.emit_ready(out);
+    }
+
+    /// A command seen while pairing is lost is owed its replies: one, or for (UN)SUBSCRIBE-like commands
+    /// one confirmation per channel named (pub/sub confirmations are out-of-band frames, see `on_frame`).
+    fn owe(&mut self, class: Class, argc: u32, end: i64) {
+        let n = match class {
+            Class::Subscribe(_) | Class::Unsubscribe(_) if argc > 1 => argc - 1,
+            Class::Unsubscribe(_) => {
+                self.owed.uncounted = true;
+                0
+            }
+            _ => 1,
+        };
+        for _ in 0..n {
+            self.owed.push(end);
+        }
     }
 
     /// Whether the server will reply to a command of `class`, following CLIENT REPLY; notes request-side
@@ -592,6 +618,10 @@ impl Session {
             self.note_pubsub(oob);
             if !(confirms && pairing) {
                 self.stats.pushes += 1;
+                if self.pairing == Pairing::Unsynced && matches!(oob, Some(PubSub::Subscribed(_) | PubSub::Unsubscribed(_))) {
+                    // A confirmation answers a (UN)SUBSCRIBE seen while pairing was lost.
+                    self.owed.answer(ts);
+                }
                 return;
             }
         }
@@ -691,6 +721,7 @@ impl Session {
                 if left.is_some_and(|n| n.kind == Kind::Integer && n.int == 0) {
                     self.modes.subscribed = false;
                     self.modes.maybe_subscribed = false;
+                    self.owed.uncounted = false;
                 }
             }
             _ => {}
