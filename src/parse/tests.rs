@@ -180,3 +180,4 @@ fn parsing_ahead_fails_where_the_plain_parser_does() {
         assert_eq!(run_ahead(bytes.clone(), min_rows), plain, "batches of at least {min_rows} rows");
     }
 }
+

@@ -1,0 +1,112 @@
+"""The capture parser on crafted captures at its size limits and across losses that used to give wrong rows:
+commands, keys and replies over the limits are counted and reported, never merged into one empty key; after
+a lost client segment no reply is paired on a guess; a value's text never becomes commands. Every rows'
+expectation comes from what was built (`crafted_capture.py`), never from a parser."""
+
+from dataclasses import replace
+
+from crafted_capture import EACH, Conversation, Exchange, array, bulk, command, ethernet_pcap, get, hmget, timed
+from test_parse_crafted import check_stats, data_segments, lookups, overlapping, parse
+
+MARK = b"PLANTED"
+
+
+def test_an_mget_over_the_command_size_limit_is_counted_and_reported(tmp):
+    """An MGET of 200,000 keys (17.6 MB) is over the 16 MiB a command may hold: it gives no rows, and says so
+    in `oversized_commands`; its reply is still consumed, so the GET after it pairs."""
+    keys = [b"feature_store:entity:%064d" % i for i in range(200_000)]
+    mget = Exchange(("MGET",), array([bulk(None)] * len(keys)), raw=command("MGET", *keys))
+    assert len(mget.request) > 17_000_000
+    conv = Conversation([[get("before", b"abc")], [mget], [get("after", b"xy")]])
+    captured = timed(conv.segments(mss_client=60_000, mss_server=60_000))
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    status = {1: "lost"}
+    assert rows == conv.expected_rows(captured, status=status)
+    commands, n = lookups(conv, status)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, oversized_commands=1)
+
+
+def test_keys_over_the_argument_limit_do_not_become_one_empty_key(tmp):
+    """Two distinct keys of 1.1 MiB each used to come out as the same empty key, so that the second looked
+    like a hit. Their rows are dropped and counted (`elided_keys`, `elided_args`); the rest is untouched."""
+    big = [b"a" * (1_100_000) + b"1", b"a" * (1_100_000) + b"2"]
+    long_gets = [replace(get("x", b"value"), args=("GET", k.decode()), rows=[]) for k in big]
+    conv = Conversation([[get("short", b"v"), *long_gets, hmget("h", {"f": b"12"})]])
+    captured = timed(conv.segments(mss_client=60_000, mss_server=60_000))
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert rows == conv.expected_rows(captured)
+    assert all(r["key"] != "" for r in rows)
+    commands, n = lookups(conv)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, elided_args=2,
+                elided_keys=2)
+
+
+def test_an_hgetall_reply_over_the_element_limit_is_counted(tmp):
+    """An HGETALL answered with 131,073 fields (262,147 elements, over the 262,144 a reply is described by)
+    is one lookup of the entity with its reply unknown, and is counted in `oversized_replies`."""
+    n_fields = 131_073
+    reply = array([x for i in range(n_fields) for x in (bulk(b"f%d" % i), bulk(MARK))])
+    hgetall = Exchange(("HGETALL", "h"), reply, [("read", "HGETALL", "h", None, None, None)])
+    conv = Conversation([[hgetall], [get("after", b"xy")]])
+    captured = timed(conv.segments(mss_client=60_000, mss_server=60_000))
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    # The reply is paired (its latency is known) but not described.
+    want = conv.expected_rows(captured)
+    assert [dict(r, latency_ns=None) for r in rows] == [dict(r, latency_ns=None) for r in want]
+    commands, n = lookups(conv)
+    check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, oversized_replies=1)
+
+
+def flat_hgetall(key: str, fields: dict) -> Exchange:
+    """HGETALL answered in RESP2: a flat array of field, value, ..."""
+    reply = array([x for f, v in fields.items() for x in (bulk(f.encode()), bulk(v))])
+    return Exchange(("HGETALL", key), reply, [("read", "HGETALL", key, f, len(v), True) for f, v in fields.items()])
+
+
+def test_after_a_lost_request_segment_a_pipelining_client_is_never_paired_one_off(tmp):
+    """A client segment holding one whole command is lost. The client then sends an HMGET, the server answers
+    the lost command, is quiet, and the client sends an HGETALL before the HMGET's reply comes: the HGETALL
+    used to be paired with the HMGET's reply, its values becoming field names. After such a loss no reply is
+    paired: the rows come from the commands' own bytes, their replies unknown."""
+    conv = Conversation([
+        [get("k0", b"abc")],
+        [get("lost", b"xyz"), hmget("e", {"f1": b"secret-" + MARK, "f2": b"other-" + MARK})],
+        # Its reply unknown, an HGETALL is one lookup of the entity.
+        [replace(flat_hgetall("h", {"g": b"1"}), rows=[("read", "HGETALL", "h", None, None, None)])],
+        [get("k3", b"abcd")],
+    ])
+    segs = conv.segments(mss_client=EACH, mss_server=EACH)
+    # The HMGET's reply comes after the HGETALL was sent (it answers after a quiet moment).
+    hmget_reply = data_segments(segs, False, range(2, 3), conv)[0]
+    hgetall_cmd = data_segments(segs, True, range(3, 4), conv)[0]
+    moved = segs.pop(hmget_reply)
+    segs.insert(hgetall_cmd, moved)
+    lost = data_segments(segs, True, range(1, 2), conv)[0]
+    assert overlapping(conv, segs[lost], True) == [1]
+    segs.pop(lost)
+    captured = timed(segs)
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    status = {1: "lost", 2: "unknown", 3: "unknown", 4: "unknown"}
+    assert rows == conv.expected_rows(captured, status=status)
+    assert not any(MARK.decode() in str(r[k]) for r in rows for k in ("key", "field", "cmd"))
+    assert stats["unknown_replies"] == 3 and stats["gaps"] == 1
+
+
+def test_a_value_spelling_commands_after_a_gap_invents_none(tmp):
+    """A lost client segment takes the header of an HSET's large value: its length is unknown, and its text
+    spells commands (`*3 $5 HMGET ...`). None of them may become rows; the real commands after it do."""
+    value = (b"x" * 50 + command("HMGET", "invented_key", "invented_field") + b"more text " * 30
+             + command("GET", "invented_too") + b"y" * 40)
+    write = Exchange(("HSET", "h", "f", value), b":1\r\n", [("write", "HSET", "h", "f", len(value), None)])
+    conv = Conversation([[get("k0", b"a")], [write], [get("k2", b"ab")], [get("k3", b"abc")]])
+    segs = conv.segments(mss_client=40)
+    header_at = conv.stream[True].index(b"$%d\r\n" % len(value), conv.req_at[1]) + 2
+    i = next(i for i, s in enumerate(segs) if s.client and s.payload and s.off <= header_at < s.end)
+    segs.pop(i)
+    captured = timed(segs)
+    rows, stats = parse(tmp, ethernet_pcap(conv, captured))
+    assert not any("invented" in str(r["key"]) or "invented" in str(r["field"]) for r in rows)
+    status = {1: "lost", 2: "unknown", 3: "unknown"}
+    assert rows == conv.expected_rows(captured, status=status)
+    assert stats["unconfirmed_commands"] == 2 and stats["gaps"] == 1
+
