@@ -15,6 +15,7 @@
 
 mod arena;
 mod command;
+mod inline;
 mod line;
 mod redact;
 mod reply;
@@ -146,4 +147,11 @@ pub struct RespStats {
     /// Commands read after a resync that nothing confirmed (a value's bytes can spell a command): dropped,
     /// their bytes counted in `request_skipped_bytes`.
     pub unconfirmed_commands: u64,
+    /// Inline lines Redis refuses (unbalanced quotes, no command it knows: garbage, or another protocol):
+    /// not commands; each keeps its place among the replies (Redis answers it with an error).
+    pub refused_inline_lines: u64,
+    /// Their bytes.
+    pub unparsable_bytes: u64,
+    /// The connection is TLS (its client began with a TLS record): nothing in it can be read.
+    pub encrypted_connections: u64,
 }

@@ -13,11 +13,12 @@
 use std::mem;
 
 use super::arena::{Fifo, Span, ELIDED};
+use super::inline::split_inline;
 use super::line::{fast_int_line, parse_int, LineReader};
 use super::redact::{Redactor, REDACTED};
 use super::resync::{scan, Scan, MAX_CANDIDATE};
 use super::Limits;
-use crate::trace::tokenize::{split_args, Span as Token};
+use crate::trace::commands::lookup;
 
 /// The arguments of the commands a connection holds: bytes, and spans into them.
 pub(crate) struct ArgStore {
@@ -45,6 +46,9 @@ pub(crate) struct Parsed {
     /// Longer than `max_command_bytes`: not all arguments were stored.
     pub truncated: bool,
     pub inline: bool,
+    /// An inline line Redis refuses (unbalanced quotes, or no command it knows): not a command, but the
+    /// server answers it with an error, so it keeps its place among the replies. No arguments.
+    pub refused: bool,
     /// The caller's mark (the reply bytes seen) when the command's first byte arrived.
     pub mark: u64,
 }
@@ -72,6 +76,9 @@ pub(crate) struct RequestCounts {
     pub gap_args: u64,
     /// Commands found after a resync and dropped because nothing confirmed they were not value bytes.
     pub unconfirmed: u64,
+    /// Inline lines Redis refuses, and their bytes.
+    pub refused_lines: u64,
+    pub refused_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,8 +112,9 @@ pub(crate) struct RequestParser {
     stored: u64,
     redactor: Redactor,
     inline: Vec<u8>,
-    tokens: Vec<Token>,
+    /// An inline line's arguments, and where each ends.
     unquoted: Vec<u8>,
+    ends: Vec<usize>,
     /// Bytes of an undecided resync candidate cut by the end of a chunk, and that chunk's time.
     carry: Vec<u8>,
     carry_ts: i64,
@@ -134,6 +142,7 @@ impl RequestParser {
                 elided: 0,
                 truncated: false,
                 inline: false,
+                refused: false,
                 mark: 0,
             },
             want: 0,
@@ -141,8 +150,8 @@ impl RequestParser {
             stored: 0,
             redactor: Redactor::default(),
             inline: Vec::new(),
-            tokens: Vec::new(),
             unquoted: Vec::new(),
+            ends: Vec::new(),
             carry: Vec::new(),
             carry_ts: 0,
             probation: resyncing,
@@ -162,7 +171,7 @@ impl RequestParser {
     }
 
     pub fn held_bytes(&self) -> usize {
-        self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.tokens.capacity() * 24
+        self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.ends.capacity() * 8
     }
 
     /// Parses a chunk; complete commands are appended to `out`.
@@ -393,6 +402,7 @@ impl RequestParser {
             elided: 0,
             truncated: false,
             inline: false,
+            refused: false,
             mark,
         };
         self.want = 0;
@@ -544,34 +554,44 @@ impl RequestParser {
         ok
     }
 
-    fn inline_line(&mut self, line: &[u8], ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let mut tokens = mem::take(&mut self.tokens);
-        let mut unquoted = mem::take(&mut self.unquoted);
-        let ok = split_args(line, &mut tokens, &mut unquoted).is_ok()
-            && !tokens.first().is_some_and(|t| cross_protocol(t.get(line, &unquoted)));
-        if ok {
-            for t in &tokens {
-                let arg = t.get(line, &unquoted);
+    fn inline_line(&mut self, raw: &[u8], ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let mut args = mem::take(&mut self.unquoted);
+        let mut ends = mem::take(&mut self.ends);
+        let split = split_inline(line, &mut args, &mut ends);
+        let name = match (&split, ends.first()) {
+            (Ok(()), Some(&end)) => Some(&args[..end]),
+            _ => None,
+        };
+        if name.is_some_and(cross_protocol) {
+            args.fill(0);
+            (self.unquoted, self.ends) = (args, ends);
+            return false;
+        }
+        let known = name.is_some_and(|n| n.len() <= 32 && lookup(&n.to_ascii_uppercase()).is_some());
+        if split.is_ok() && ends.is_empty() {
+            // Redis skips empty lines: no command, no reply.
+            self.state = State::Idle;
+        } else if !known {
+            self.counts.refused_lines += 1;
+            self.counts.refused_bytes += raw.len() as u64 + 1;
+            self.cmd.refused = true;
+            self.complete(ts, store, out);
+        } else {
+            let mut start = 0;
+            for &end in &ends {
+                let arg = &args[start..end];
                 if self.open_arg(arg.len() as u64, store) {
                     store.bytes.extend(arg);
                     self.redactor.observe(self.got, arg);
                 }
                 self.got += 1;
+                start = end;
             }
-        }
-        unquoted.fill(0);
-        self.tokens = tokens;
-        self.unquoted = unquoted;
-        if !ok {
-            return false;
-        }
-        if self.got == 0 {
-            // Redis skips empty lines: no command, no reply.
-            self.state = State::Idle;
-        } else {
             self.complete(ts, store, out);
         }
+        args.fill(0);
+        (self.unquoted, self.ends) = (args, ends);
         true
     }
 

@@ -148,6 +148,10 @@ pub struct Session {
     tx_broken: bool,
     /// Client bytes of unknown extent were lost (a gap, invalid bytes): see `commands_lost`.
     request_lost: bool,
+    /// Client bytes have been seen (the first ones tell whether the connection is TLS).
+    seen_request: bool,
+    /// The connection is TLS: its bytes are not read.
+    encrypted: bool,
 }
 
 impl Session {
@@ -195,6 +199,8 @@ impl Session {
             skip: 0,
             tx_broken: false,
             request_lost: false,
+            seen_request: false,
+            encrypted: false,
         }
     }
 
@@ -217,6 +223,16 @@ impl Session {
 
     /// Bytes of one direction, captured at `ts_ns`. Commands whose reply became known are passed to `out`.
     pub fn on_data(&mut self, dir: Direction, ts_ns: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
+        if dir == Direction::Request && !self.seen_request && !data.is_empty() {
+            self.seen_request = true;
+            if is_tls_record(data) {
+                self.encrypted = true;
+                self.stats.encrypted_connections = 1;
+            }
+        }
+        if self.encrypted {
+            return;
+        }
         match dir {
             Direction::Request => self.on_request(ts_ns, data, out),
             Direction::Reply => self.on_reply(ts_ns, data, out),
@@ -226,6 +242,9 @@ impl Session {
 
     /// `missing` bytes of one direction were lost before the data that follows (`ts_ns`: when that was seen).
     pub fn on_gap(&mut self, dir: Direction, ts_ns: i64, missing: u64, out: &mut impl FnMut(&Command)) {
+        if self.encrypted {
+            return;
+        }
         match dir {
             Direction::Request => {
                 self.stats.request_gaps += 1;
@@ -281,6 +300,8 @@ impl Session {
         s.redacted_args = c.redacted;
         s.args_lost_in_gaps = c.gap_args;
         s.unconfirmed_commands = c.unconfirmed;
+        s.refused_inline_lines = c.refused_lines;
+        s.unparsable_bytes = c.refused_bytes;
     }
 
     // ---- requests ----
@@ -490,6 +511,9 @@ impl Session {
         max_frames: usize,
         out: &mut impl FnMut(&Command),
     ) -> usize {
+        if self.encrypted {
+            return data.len();
+        }
         let taken = self.reply_frames(ts_ns, data, max_frames, out);
         self.copy_counts();
         taken
@@ -831,6 +855,9 @@ impl Session {
             self.stats.oversized_commands += 1;
             return;
         }
+        if p.cmd.refused {
+            return;
+        }
         let s = &mut self.stats;
         s.commands += 1;
         s.inline_commands += p.cmd.inline as u64;
@@ -854,4 +881,16 @@ impl Session {
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
     frame.nodes.first().is_some_and(|n| n.kind == Kind::Simple) && frame.tag() == Some(b"QUEUED")
+}
+
+/// Whether client bytes begin with a TLS record header: content type (handshake 0x16 as a connection opens;
+/// alert, change cipher spec or application data picked up mid-stream), version 3.x, a length a record can
+/// have. RESP begins with `*` and an inline command with a letter: neither is a control byte.
+fn is_tls_record(d: &[u8]) -> bool {
+    match d {
+        [t, 3, minor, rest @ ..] if (0x14..=0x17).contains(t) && *minor <= 4 => {
+            rest.len() < 2 || u16::from_be_bytes([rest[0], rest[1]]) <= (1 << 14) + 2048
+        }
+        _ => false,
+    }
 }

@@ -264,6 +264,56 @@ fn inline_commands() {
     assert_eq!(r.session.stats().inline_commands, 3);
 }
 
+/// Inline lines are split as Redis splits them (`sdssplitargs`: single quotes, quotes inside words), and a
+/// line Redis refuses (unbalanced quotes, an unknown command) is counted, keeps its place among the replies
+/// (Redis answers it with an error), and parsing goes on with the next line.
+#[test]
+fn inline_lines_split_as_redis_does_and_refused_ones_keep_their_reply() {
+    let mut r = Run::new();
+    let request = b"SET k 'it\\'s a b'\r\nGET \"unbalanced\r\nGET a\"b c\"\r\nNOTACOMMAND x\r\nGET k2\r\n";
+    r.req(1, request);
+    r.rep(2, b"+OK\r\n-ERR Protocol error: unbalanced quotes in request\r\n$1\r\nv\r\n-ERR unknown command\r\n$2\r\nvv\r\n");
+    r.finish();
+    assert_eq!(
+        r.pairs(),
+        [(s("SET k it's a b"), Owned::Simple), (s("GET ab c"), Owned::Bulk(1)), (s("GET k2"), Owned::Bulk(2))]
+    );
+    let st = r.session.stats();
+    assert_eq!((st.commands, st.inline_commands, st.refused_inline_lines, st.invalid_requests), (3, 3, 2, 0));
+    assert_eq!(st.unparsable_bytes, (b"GET \"unbalanced\r\n".len() + b"NOTACOMMAND x\r\n".len()) as u64);
+    assert_eq!((st.unknown_replies, st.unpaired_replies, st.request_resyncs), (0, 0, 0));
+}
+
+/// TLS on the Redis port used to come out as commands (its records read as inline lines), random bytes as
+/// thousands of them. A client that begins with a TLS record marks the connection encrypted; bytes that are
+/// neither RESP nor a known inline command are unparsable, never commands.
+#[test]
+fn tls_and_garbage_are_not_commands() {
+    let mut r = Run::new();
+    let mut hello = vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+    hello.extend((0..500u32).map(|i| (i * 7 + 13) as u8));
+    r.req(1, &hello).rep(2, &[0x16, 0x03, 0x03, 0x00, 0x7a, 0x02, b'\n', b'\r']);
+    r.req(3, b"\x17\x03\x03\x00\x20GET k\r\n").finish();
+    assert!(r.got.is_empty());
+    assert_eq!(r.session.stats().encrypted_connections, 1);
+
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let garbage: Vec<u8> = (0..20_000)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 24) as u8
+        })
+        .filter(|&b| b != b'*')
+        .collect();
+    let mut r = Run::new();
+    r.req(1, &garbage).finish();
+    let st = r.session.stats();
+    assert_eq!(st.commands, 0, "{:?}", r.pairs());
+    assert!(st.refused_inline_lines > 10 && st.unparsable_bytes > 1000);
+}
+
 #[test]
 fn credentials_are_redacted_as_read() {
     let mut r = Run::new();
