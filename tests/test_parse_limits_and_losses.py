@@ -5,6 +5,9 @@ expectation comes from what was built (`crafted_capture.py`), never from a parse
 
 from dataclasses import replace
 
+import cachescope
+from cachescope.parse.keytext import key_bytes
+from conftest import run_cli
 from crafted_capture import EACH, Conversation, Exchange, array, bulk, command, ethernet_pcap, get, hmget, timed
 from test_parse_crafted import check_stats, data_segments, lookups, overlapping, parse
 
@@ -110,3 +113,27 @@ def test_a_value_spelling_commands_after_a_gap_invents_none(tmp):
     assert rows == conv.expected_rows(captured, status=status)
     assert stats["unconfirmed_commands"] == 2 and stats["gaps"] == 1
 
+
+
+def test_distinct_key_bytes_stay_distinct_in_every_output_and_the_simulation(tmp):
+    """A key holding the byte 0x80 used to be written `\\x80`, as a key really spelled so is: one key in the
+    Parquet trace, the text traces and the simulation, and false hits. A NUL in a key made the commands
+    trace unreadable. Every output keeps them apart now, and the text traces read back to the same bytes."""
+    keys = [b"a\x80", b"a\\x80", b"k\x00z", b"a\\\\x80"]
+    reads = [Exchange(("GET", k), bulk(b"v"), [("read", "GET", k, None, 1, True)]) for k in [*keys, keys[0]]]
+    conv = Conversation([[r] for r in reads])
+    captured = timed(conv.segments())
+    path = tmp / "c.pcap"
+    path.write_bytes(ethernet_pcap(conv, captured))
+    df = cachescope.parse_capture(str(path))
+    assert len(df) == 5 and df["key"].nunique() == 4
+    assert [key_bytes(k) for k in df["key"]] == [*keys, keys[0]]
+    for out in ("t.parquet", "t.txt", "t.monitor"):
+        run_cli("parse.py", path, "-o", tmp / out, check_rc=0)
+        if out != "t.parquet":
+            assert b"\x00" not in (tmp / out).read_bytes()
+        result = cachescope.simulate_trace(str(tmp / out), lru=[10])
+        # Five lookups of four distinct keys: one hit, the repeated one.
+        assert (result.infinite["lookups"], result.infinite["hits"]) == (5, 1), out
+    text = (tmp / "t.txt").read_text()
+    assert 'GET "a\\x80"\nGET "a\\\\x80"\nGET "k\\x00z"\n' in text

@@ -382,11 +382,15 @@ fn element_outcome(reply: &Reply, n: usize, i: usize) -> Outcome {
     }
 }
 
-/// Keys and fields as text: valid UTF-8 as it is, anything else with its non-ASCII bytes as `\xHH` (and
-/// backslashes doubled) so that the Parquet string column stays valid and the bytes can be read back.
+/// Keys and fields as text, one-to-one: valid UTF-8 without a backslash as it is (nearly every key);
+/// anything else escaped, a backslash as `\\` and every byte outside printable ASCII as `\xHH`. A text holds a
+/// backslash exactly when it is escaped, so two distinct byte strings never give the same text (a key really
+/// spelled `\x80` reads `\\x80`, the byte 0x80 reads `\x80`), the Parquet string column stays valid UTF-8,
+/// and the bytes can be read back (`cachescope.parse.keytext.key_bytes`).
 fn push_text(out: &mut Vec<u8>, bytes: &[u8]) {
     // Keys and fields are ASCII nearly always, and short: the word-at-a-time ASCII test is the fast path.
-    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+    let plain = (bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()) && !bytes.contains(&b'\\');
+    if plain {
         out.extend_from_slice(bytes);
         return;
     }
@@ -449,6 +453,27 @@ mod tests {
         assert_eq!(keys, [&b"a"[..], b"h", b""]);
         assert_eq!(b.value_size, [2, 3, -1]);
         assert_eq!(rows.stats().elided_keys, 4);
+    }
+
+    /// A key with a byte that is not UTF-8 used to read `\x80`, as a key really spelled so does: two keys,
+    /// one text, false hits. The text is one-to-one now.
+    #[test]
+    fn keys_as_text_are_one_to_one() {
+        let text = |k: &[u8]| {
+            let mut out = Vec::new();
+            push_text(&mut out, k);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(text(b"st_1"), "st_1");
+        assert_eq!(text("é".as_bytes()), "é");
+        assert_eq!(text(b"a\x80"), r"a\x80");
+        assert_eq!(text(br"a\x80"), r"a\\x80");
+        assert_eq!(text(br"a\\x80"), r"a\\\\x80");
+        assert_eq!(text(b"a\\\x80"), r"a\\\x80");
+        assert_eq!(text(b"k\0z"), "k\0z");
+        let keys: [&[u8]; 5] = [b"a\x80", br"a\x80", br"a\\x80", b"a\\\x80", br"a\\\x80"];
+        let texts: std::collections::BTreeSet<String> = keys.iter().map(|k| text(k)).collect();
+        assert_eq!(texts.len(), keys.len());
     }
 
     #[test]
