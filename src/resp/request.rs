@@ -7,8 +7,17 @@
 //! header line (and an inline line, which Redis also caps at 64 KiB). Credentials are recognized before
 //! their bytes are read (`redact`) and are never copied. Over-long arguments are skipped by length.
 //!
-//! Invalid bytes (and gaps) switch the parser to resynchronization: it skips to the next plausible command
-//! start (`resync`), keeping at most a few dozen bytes across chunks to judge a candidate cut in two.
+//! A gap that falls inside an argument whose length came in its header loses that argument only: the rest of
+//! its bytes are skipped by length, and the command comes out with the argument elided. Invalid bytes and
+//! other gaps switch the parser to resynchronization: it skips to the next plausible command start (`resync`),
+//! keeping at most a few dozen bytes across chunks to judge a candidate cut in two. The bytes after a loss may
+//! be inside a value, whose text can spell any command: commands read from then on are on probation, each held
+//! until the next command start follows it at once; one followed by anything else was read out of a value
+//! (a value's last byte is followed by its CRLF, never by a command): it is dropped and counted
+//! (`unconfirmed`). After `TRUSTED_AFTER` confirmations in a row the stream is trusted again.
+//!
+//! Inline lines are split as Redis splits them (`inline`); a line Redis refuses (unbalanced quotes, no
+//! command it knows) is no command but keeps its place among the replies, since Redis answers it.
 
 use std::mem;
 
@@ -122,6 +131,8 @@ pub(crate) struct RequestParser {
     /// spell any command. A command read on probation is held until something confirms it (see `resync`).
     probation: bool,
     held: Option<Parsed>,
+    /// Commands confirmed in a row since probation began; at `TRUSTED_AFTER`, probation ends.
+    confirmed: u32,
     pub counts: RequestCounts,
 }
 
@@ -156,6 +167,7 @@ impl RequestParser {
             carry_ts: 0,
             probation: resyncing,
             held: None,
+            confirmed: 0,
             counts: RequestCounts::default(),
         }
     }
@@ -200,7 +212,7 @@ impl RequestParser {
         self.drop_held(store, out);
         self.abandon(store);
         self.state = State::Resync;
-        self.probation = true;
+        self.start_probation();
         self.carry.clear();
         false
     }
@@ -210,21 +222,6 @@ impl RequestParser {
         self.drop_held(store, &mut Vec::new());
         self.abandon(store);
         self.state = State::Idle;
-    }
-
-    /// Server bytes are arriving (at `ts`). A command held on probation that ended where the client's bytes
-    /// stopped, and is followed by the server answering, is how a request-response exchange looks, not a
-    /// value in transit (the server answers a command only once all of it has arrived): it is confirmed,
-    /// and the stream is trusted from here on. Returns it, to be queued before the reply is read.
-    pub fn confirm_by_reply(&mut self, ts: i64) -> Option<Parsed> {
-        let held = self.held?;
-        if !self.carry.is_empty() || ts < held.end_ts {
-            return None;
-        }
-        self.held = None;
-        self.probation = false;
-        self.state = State::Idle;
-        Some(held)
     }
 
     fn drop_held(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
@@ -296,7 +293,7 @@ impl RequestParser {
     fn invalid(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
         self.counts.invalid += 1;
         out.push(Event::Lost);
-        self.probation = true;
+        self.start_probation();
         if self.mid_command() {
             self.drop_command(store);
         }
@@ -672,12 +669,26 @@ impl RequestParser {
         if next {
             if let Some(h) = self.held.take() {
                 out.push(Event::Command(h));
+                self.confirmed += 1;
+                // The command starting now is parsed as any other: the stream is trusted from here on.
+                self.probation = self.confirmed < TRUSTED_AFTER;
             }
         } else {
             self.drop_held(store, out);
+            self.confirmed = 0;
         }
     }
+
+    fn start_probation(&mut self) {
+        self.probation = true;
+        self.confirmed = 0;
+    }
 }
+
+/// Commands confirmed in a row (each followed at once by the next command's start) after which the stream is
+/// trusted again. A value's text would have to spell that many commands back to back, the last followed by
+/// yet another command start; each confirmation depends on the bytes alone, never on how they were chunked.
+const TRUSTED_AFTER: u32 = 4;
 
 /// `POST` and `Host:` as a command name are an HTTP request sent to a Redis port (a browser or proxy tricked
 /// into it): Redis takes them for an attack and closes the connection (its `securityWarningCommand`). The

@@ -10,24 +10,33 @@
 //! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies of
 //! an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from then
 //! on; unless the lost bytes all lie inside a value whose length its header gave (a snap length cutting a long
-//! reply), which the reply parser skips anyway. A request-side gap loses an unknown number of commands, whose
-//! replies will come after those of the commands already waiting: these are still paired (`Draining`), later
-//! ones are not. Pairing resumes at a *turn*: a command C sent while the server was quiet (no reply byte while
-//! C was sent, the last one before C's first byte), after the server had answered something since the previous
-//! command ended, with the reply parser at a frame boundary, and with every command seen since the loss
-//! plausibly answered (as many replies started after each had ended as there are such commands). Then all the
-//! client had sent has been answered, if the client waits for its replies before it sends more
-//! (request-response, or pipelines of batches as redis-py sends them): C's reply is the next frame. When the
-//! reply stream itself lost its frame boundaries, a first turn restarts the reply parser (a new reply begins
-//! after a quiet turn) and a second one resumes pairing. A client that pipelines without ever waiting offers no
-//! turn and its commands stay `Unknown`. Two checks catch what slips through: a reply that starts before its
-//! command ended, or whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`);
-//! the replies of the commands then waiting are taken to be still on their way, so a turn needs them first.
+//! reply), which the reply parser skips anyway. Likewise on the request side: bytes lost inside one argument
+//! whose length its header gave lose that argument only (the command comes out with it elided) and pairing
+//! goes on. Any other request-side loss (a gap elsewhere, invalid bytes) loses an unknown number of commands,
+//! each with a reply of its own that comes after those of the commands already waiting: these are still
+//! paired (`Draining`), later ones are not, to the end of the connection, since no later moment tells how many
+//! replies the lost commands had (a client that pipelines across a quiet moment would be paired one reply
+//! off, an HGETALL given another command's values as field names).
 //!
-//! What stays uncertain: commands lost on the request side have replies of their own, which the count
-//! above takes for replies to the commands seen; a client that pipelines across a quiet moment can thus
-//! be paired one reply off after a loss. The shape check catches that for HMGET/MGET (an array of the
-//! wrong length) and HGETALL, not for two GETs.
+//! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
+//! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before
+//! C's first byte), after the server had answered something since the previous command ended, with the reply
+//! parser at a frame boundary, with the request stream trusted again (no command read since a resync still
+//! on probation, see `request`), and with every command seen since the loss plausibly answered (as many
+//! replies started after each had ended as there are such commands; a pub/sub confirmation answers a
+//! (UN)SUBSCRIBE). Then all the client had sent has been answered, if the client waits for its replies
+//! before it sends more (request-response, or pipelines of batches as redis-py sends them): C's reply is the
+//! next frame. When the reply stream itself lost its frame boundaries, a first turn restarts the reply parser
+//! (a new reply begins after a quiet turn) and a second one resumes pairing. A client that pipelines without
+//! ever waiting offers no turn and its commands stay `Unknown`. Two checks catch what slips through: a reply
+//! that starts before its command ended, or whose shape cannot answer it (`summary::compatible`), stops
+//! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
+//! so a turn needs them first.
+//!
+//! What stays uncertain: at a mid-stream start, a command sent just before the capture began has a reply the
+//! count above does not know of; a client that pipelines across that very moment can be paired one reply
+//! off. The shape check catches that for HMGET/MGET (an array of the wrong length) and HGETALL, not for two
+//! GETs.
 
 use std::collections::VecDeque;
 
@@ -493,14 +502,6 @@ impl Session {
         self.reply_frames(ts, data, usize::MAX, out);
     }
 
-    /// The server speaks: a command the request parser held on probation may be confirmed by it, and is
-    /// then queued before the reply is read.
-    fn confirm_held(&mut self, ts: i64, out: &mut impl FnMut(&Command)) {
-        if let Some(cmd) = self.req.confirm_by_reply(ts) {
-            self.on_command(cmd, out);
-        }
-    }
-
     /// Reply bytes, taken up to the end of the `max_frames`-th frame they complete; returns how many were
     /// taken. For streams without a clock (`parse::streams`), which must not feed replies ahead of the
     /// commands they answer.
@@ -532,7 +533,6 @@ impl Session {
         if data.is_empty() || max_frames == 0 {
             return 0;
         }
-        self.confirm_held(ts, out);
         self.last_reply_ts = Some(ts);
         if !self.framed {
             self.reply_bytes += data.len() as u64;

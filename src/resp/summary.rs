@@ -99,11 +99,12 @@ pub(crate) fn classify(args: ArgsView) -> Class {
     }
 }
 
-/// A command that may change how the connection replies (CLIENT REPLY, HELLO) with an argument that says
-/// how not kept (cut by a gap): its class cannot be told.
+/// A command whose name was not kept (cut by a gap: it could be MULTI, EXEC, CLIENT, anything), or that may
+/// change how the connection replies (CLIENT REPLY, HELLO) with an argument saying how not kept: its class
+/// cannot be told, nor how the server answers what follows.
 pub(crate) fn mode_unknown(args: ArgsView) -> bool {
     let name_is = |w: &[u8]| args.get(0).is_some_and(|a| a.eq_ignore_ascii_case(w));
-    (name_is(b"CLIENT") || name_is(b"HELLO")) && (1..args.len()).any(|i| args.is_elided(i))
+    args.is_elided(0) || ((name_is(b"CLIENT") || name_is(b"HELLO")) && (1..args.len()).any(|i| args.is_elided(i)))
 }
 
 /// A pub/sub frame, named by its first element.

@@ -179,29 +179,37 @@ fn subscribe_mode_resp2() {
 }
 
 /// A connection already open when the capture starts, as a client-side-caching invalidation connection
-/// is: SUBSCRIBE, then PSUBSCRIBE. Their confirmations (out-of-band frames) answer them, so pairing comes
-/// back at the next quiet turn instead of waiting for replies that already came.
+/// is: SUBSCRIBE, PINGs, then PSUBSCRIBE while pairing is still lost. Its confirmations (out-of-band frames)
+/// answer it, so pairing comes back at the next quiet turn instead of waiting forever for replies that
+/// already came.
 #[test]
 fn subscribe_then_psubscribe_on_a_connection_picked_up_mid_stream() {
     let mut r = Run::with(Session::mid_stream(Limits::default()));
     let pong = b"*2\r\n$4\r\npong\r\n$0\r\n\r\n";
     r.req(1, &cmds("SUBSCRIBE __redis__:invalidate"));
     r.rep(2, b"*3\r\n$9\r\nsubscribe\r\n$20\r\n__redis__:invalidate\r\n:1\r\n");
-    r.req(3, &cmds("PSUBSCRIBE p* q*"));
-    r.rep(4, b"*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:2\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\nq*\r\n:3\r\n");
-    r.rep(5, b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$1\r\nk\r\n");
-    for t in [10, 20] {
+    for t in [10, 20, 30] {
         r.req(t, &cmds("PING")).rep(t + 1, pong);
     }
-    r.req(30, &cmds("UNSUBSCRIBE"));
-    r.rep(31, b"*3\r\n$11\r\nunsubscribe\r\n$20\r\n__redis__:invalidate\r\n:2\r\n");
-    r.req(40, &cmds("GET k")).rep(41, &bulk(b"abc"));
+    // The request stream is trusted again from here (four commands confirmed in a row); PSUBSCRIBE's quiet
+    // start finds the reply stream's frame boundaries.
+    r.req(40, &cmds("PSUBSCRIBE p* q*"));
+    r.rep(41, b"*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:2\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\nq*\r\n:3\r\n");
+    r.rep(45, b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$1\r\nk\r\n");
+    for t in [50, 60] {
+        r.req(t, &cmds("PING")).rep(t + 1, pong);
+    }
+    r.req(70, &cmds("UNSUBSCRIBE"));
+    r.rep(71, b"*3\r\n$11\r\nunsubscribe\r\n$20\r\n__redis__:invalidate\r\n:2\r\n");
+    r.req(80, &cmds("GET k")).rep(81, &bulk(b"abc"));
     r.finish();
     let pairs = r.pairs();
-    assert_eq!(pairs[3], (s("PING"), Owned::Array(vec![Some(4), Some(0)])));
-    assert_eq!(pairs[4], (s("UNSUBSCRIBE"), Owned::Other));
+    assert_eq!(pairs[5], (s("PING"), Owned::Array(vec![Some(4), Some(0)])));
+    assert_eq!(pairs[6], (s("PING"), Owned::Array(vec![Some(4), Some(0)])));
+    assert_eq!(pairs[7], (s("UNSUBSCRIBE"), Owned::Other));
     // Still subscribed to two patterns: the GET's reply is an ordinary one.
-    assert_eq!(pairs[5], (s("GET k"), Owned::Bulk(3)));
+    assert_eq!(pairs[8], (s("GET k"), Owned::Bulk(3)));
+    assert_eq!(r.session.stats().pairing_resyncs, 1);
 }
 
 #[test]
