@@ -3,12 +3,15 @@ commands, keys and replies over the limits are counted and reported, never merge
 a lost client segment no reply is paired on a guess; a value's text never becomes commands. Every rows'
 expectation comes from what was built (`crafted_capture.py`), never from a parser."""
 
+import json
+import random
 from dataclasses import replace
 
 import cachescope
 from cachescope.parse.keytext import key_bytes
 from conftest import run_cli
-from crafted_capture import EACH, Conversation, Exchange, array, bulk, command, ethernet_pcap, get, hmget, timed
+from crafted_capture import (EACH, Conversation, Exchange, array, bulk, command, ethernet, ethernet_pcap, get, hmget,
+                             pcap, timed)
 from test_parse_crafted import check_stats, data_segments, lookups, overlapping, parse
 
 MARK = b"PLANTED"
@@ -77,6 +80,7 @@ def test_after_a_lost_request_segment_a_pipelining_client_is_never_paired_one_of
         # Its reply unknown, an HGETALL is one lookup of the entity.
         [replace(flat_hgetall("h", {"g": b"1"}), rows=[("read", "HGETALL", "h", None, None, None)])],
         [get("k3", b"abcd")],
+        [get("k4", b"abcde")],
     ])
     segs = conv.segments(mss_client=EACH, mss_server=EACH)
     # The HMGET's reply comes after the HGETALL was sent (it answers after a quiet moment).
@@ -89,10 +93,11 @@ def test_after_a_lost_request_segment_a_pipelining_client_is_never_paired_one_of
     segs.pop(lost)
     captured = timed(segs)
     rows, stats = parse(tmp, ethernet_pcap(conv, captured))
-    status = {1: "lost", 2: "unknown", 3: "unknown", 4: "unknown"}
+    # After the loss commands are read on probation: the last one, that no command follows, is dropped.
+    status = {1: "lost", 2: "unknown", 3: "unknown", 4: "unknown", 5: "lost"}
     assert rows == conv.expected_rows(captured, status=status)
     assert not any(MARK.decode() in str(r[k]) for r in rows for k in ("key", "field", "cmd"))
-    assert stats["unknown_replies"] == 3 and stats["gaps"] == 1
+    assert (stats["unknown_replies"], stats["gaps"], stats["unconfirmed_commands"]) == (3, 1, 1)
 
 
 def test_a_value_spelling_commands_after_a_gap_invents_none(tmp):
@@ -101,7 +106,7 @@ def test_a_value_spelling_commands_after_a_gap_invents_none(tmp):
     value = (b"x" * 50 + command("HMGET", "invented_key", "invented_field") + b"more text " * 30
              + command("GET", "invented_too") + b"y" * 40)
     write = Exchange(("HSET", "h", "f", value), b":1\r\n", [("write", "HSET", "h", "f", len(value), None)])
-    conv = Conversation([[get("k0", b"a")], [write], [get("k2", b"ab")], [get("k3", b"abc")]])
+    conv = Conversation([[get("k0", b"a")], [write], [get("k2", b"ab")], [get("k3", b"abc")], [get("k4", b"x")]])
     segs = conv.segments(mss_client=40)
     header_at = conv.stream[True].index(b"$%d\r\n" % len(value), conv.req_at[1]) + 2
     i = next(i for i, s in enumerate(segs) if s.client and s.payload and s.off <= header_at < s.end)
@@ -109,9 +114,10 @@ def test_a_value_spelling_commands_after_a_gap_invents_none(tmp):
     captured = timed(segs)
     rows, stats = parse(tmp, ethernet_pcap(conv, captured))
     assert not any("invented" in str(r["key"]) or "invented" in str(r["field"]) for r in rows)
-    status = {1: "lost", 2: "unknown", 3: "unknown"}
+    # The invented commands, and k4, the last, that no command follows, are dropped unconfirmed.
+    status = {1: "lost", 2: "unknown", 3: "unknown", 4: "lost"}
     assert rows == conv.expected_rows(captured, status=status)
-    assert stats["unconfirmed_commands"] == 2 and stats["gaps"] == 1
+    assert stats["unconfirmed_commands"] == 3 and stats["gaps"] == 1
 
 
 
@@ -137,3 +143,23 @@ def test_distinct_key_bytes_stay_distinct_in_every_output_and_the_simulation(tmp
         assert (result.infinite["lookups"], result.infinite["hits"]) == (5, 1), out
     text = (tmp / "t.txt").read_text()
     assert 'GET "a\\x80"\nGET "a\\\\x80"\nGET "k\\x00z"\n' in text
+
+
+def test_tls_and_garbage_on_the_redis_port_are_not_commands(tmp):
+    """TLS on the Redis port used to be counted as 17 commands, random bytes as thousands. A client that
+    begins with a TLS record is an encrypted connection (`encrypted_connections`, named in the summary on
+    stderr); bytes that are neither RESP nor a known inline command are unparsable, never commands."""
+    rng = random.Random(5)
+    hello = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]) + rng.randbytes(500)
+    tls = Conversation([[Exchange(("TLS",), bytes([0x16, 0x03, 0x03, 0x00, 0x5A]) + rng.randbytes(90), raw=hello)]])
+    noise = bytes(b for b in rng.randbytes(30_000) if b != ord("*"))
+    junk = Conversation([[Exchange(("JUNK",), b"-ERR unknown command\r\n", raw=noise)]], client=("10.0.0.3", 52000))
+    path = tmp / "c.pcap"
+    packets = [(ts, ethernet(tls.ip_packet(s))) for ts, s in timed(tls.segments(mss_client=1400))]
+    packets += [(ts + 10**9, ethernet(junk.ip_packet(s))) for ts, s in timed(junk.segments(mss_client=1400))]
+    path.write_bytes(pcap(packets))
+    proc = run_cli("parse.py", path, "-o", tmp / "t.parquet", "--stats-json", tmp / "s.json", check_rc=0)
+    stats = json.loads((tmp / "s.json").read_text())
+    assert (stats["commands"], stats["rows"], stats["encrypted_connections"]) == (0, 0, 1)
+    assert stats["refused_inline_lines"] > 10 and stats["unparsable_bytes"] > 10_000
+    assert "1 encrypted (TLS) connections" in proc.stderr

@@ -54,11 +54,14 @@ def format_stats(stats: dict) -> str:
         f"{s.get('retransmissions', 0):,} retransmissions, {s.get('out_of_order', 0):,} out of order, "
         f"{s.get('resyncs', 0):,} resyncs, {s.get('unknown_replies', 0):,} replies unknown",
     ]
-    limits = [(s.get("oversized_commands", 0), "commands over the size limit (not in the trace)"),
-              (s.get("oversized_replies", 0), "replies too large to describe (their lookups unknown)"),
-              (s.get("elided_keys", 0), "rows dropped for a key or field too long to keep"),
-              (s.get("args_lost_in_gaps", 0), "arguments cut by a gap (their command kept)"),
-              (s.get("unconfirmed_commands", 0), "commands after a resync unconfirmed (dropped)")]
+    limits = [(s.get("oversized_commands", 0), "commands over the size limit (no rows)"),
+              (s.get("oversized_replies", 0), "replies too large to describe (lookups unknown)"),
+              (s.get("elided_keys", 0), "rows dropped for a key or field not kept"),
+              (s.get("args_lost_in_gaps", 0), "arguments cut by a gap (command kept)"),
+              (s.get("unconfirmed_commands", 0), "commands after a resync unconfirmed (dropped)"),
+              (s.get("refused_inline_lines", 0), "inline lines Redis refuses"),
+              (s.get("unparsable_bytes", 0), "unparsable bytes"),
+              (s.get("encrypted_connections", 0), "encrypted (TLS) connections, not read")]
     if any(n for n, _ in limits):
         lines.append("  limits: " + ", ".join(f"{n:,} {what}" for n, what in limits if n))
     if s.get("truncated_tail"):
