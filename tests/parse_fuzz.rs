@@ -97,10 +97,23 @@ fn bulk(v: Option<&[u8]>, resp3: bool) -> Vec<u8> {
     }
 }
 
-/// A value of 1 to `max` bytes that looks like a feature (a float's text).
+/// Planted in every value, sent or answered: no row's key, field or command may ever hold it.
+const MARK: &[u8] = b"PLANTED";
+
+/// A value: the marker, then 1 to `max` bytes that look like a feature (a float's text), now and then a
+/// whole command whose key carries the marker (a value can spell commands), and the marker again.
 fn value(rng: &mut Rng, max: usize) -> Vec<u8> {
     let n = 1 + rng.below(max);
-    (0..n).map(|_| b"0123456789.e-"[rng.below(13)]).collect()
+    let mut v = MARK.to_vec();
+    v.extend((0..n).map(|_| b"0123456789.e-"[rng.below(13)]));
+    match rng.below(8) {
+        0 => v.extend(resp(&[b"HMGET", b"PLANTEDkey", b"PLANTEDfield"])),
+        1 => v.extend(resp(&[b"GET", b"PLANTEDget"])),
+        2 => v.extend(b"\r\nGET PLANTEDinline\r\n"),
+        _ => {}
+    }
+    v.extend(MARK);
+    v
 }
 
 /// One command, its reply, and the rows it gives.
@@ -452,7 +465,7 @@ struct Tally {
 }
 
 /// Parses a capture to its end and checks its rows; returns (rows, ended in an error).
-fn parse_and_check(file: &[u8], what: &str) -> (usize, bool) {
+fn parse_and_check(file: &[u8], what: &str, bytes_intact: bool) -> (usize, bool) {
     if std::env::var("FUZZ_CASE").is_ok_and(|c| c == what) {
         std::fs::write(std::env::temp_dir().join("fuzz_case.pcap"), file).unwrap();
     }
@@ -485,12 +498,23 @@ fn parse_and_check(file: &[u8], what: &str) -> (usize, bool) {
     let conns = counters["connections"] as u32;
     let cmds = parser.cmd_names().to_vec();
     for b in &batches {
-        check_batch(b, &delivered, (lo, hi), conns, &cmds, what);
+        check_batch(b, &delivered, (lo, hi), conns, &cmds, what, bytes_intact);
     }
     (rows, failed)
 }
 
-fn check_batch(b: &RowBatch, d: &Delivered, (lo, hi): (i64, i64), conns: u32, cmds: &[String], what: &str) {
+/// `planted_checked`: the capture's bytes are as sent (only its packets were lost, repeated, reordered or
+/// cut): a row may then never hold a planted value. Bytes flipped in storage can turn a value's text into
+/// anything, a key included, as a client could have sent it.
+fn check_batch(
+    b: &RowBatch,
+    d: &Delivered,
+    (lo, hi): (i64, i64),
+    conns: u32,
+    cmds: &[String],
+    what: &str,
+    planted_checked: bool,
+) {
     assert_eq!(*b.key_offsets.last().unwrap() as usize, b.key_data.len(), "{what}");
     assert_eq!(*b.field_offsets.last().unwrap() as usize, b.field_data.len(), "{what}");
     for i in 0..b.len() {
@@ -502,6 +526,11 @@ fn check_batch(b: &RowBatch, d: &Delivered, (lo, hi): (i64, i64), conns: u32, cm
         let row = format!("{what}: row {i} {cmd} {k:?} {f:?}");
         assert!(conn < conns && b.op[i] <= 2, "{row}");
         assert!(b.endpoints.binary_search_by_key(&conn, |e| e.0).is_ok(), "{row}: no endpoints for its connection");
+        if planted_checked {
+            for text in [key, field, cmd.as_bytes()] {
+                assert!(!text.windows(MARK.len()).any(|w| w == MARK), "{row}: a planted value reached a row");
+            }
+        }
         assert!(seen(d, conn, true, key), "{row}: the key was never delivered on its connection");
         if b.field_valid[i] {
             assert!(seen(d, conn, cmd != "HGETALL", field), "{row}: the field was never delivered");
@@ -523,19 +552,20 @@ fn run_all(sources: &[Source], done: &mpsc::Sender<usize>) -> Tally {
     let mut case = 0;
     for s in sources {
         if let Some(want) = s.rows {
-            let (rows, failed) = parse_and_check(&s.file, &s.name);
+            let (rows, failed) = parse_and_check(&s.file, &s.name, true);
             assert!(!failed && rows == want, "{}: {rows} rows, {want} expected", s.name);
             tally.unmutated_checked += 1;
         }
         for round in 0..ROUNDS_PER_SOURCE {
             let what = format!("{} round {round}", s.name);
-            let file = match rng.below(3) {
+            let mode = rng.below(3);
+            let file = match mode {
                 0 => {
                     let mut f = s.file.clone();
                     mutate_bytes(&mut rng, &mut f);
                     f
                 }
-                mode => {
+                _ => {
                     let mut packets = s.packets.clone();
                     mutate_packets(&mut rng, &mut packets);
                     let mut f = write(&packets, rng.chance(30));
@@ -545,7 +575,7 @@ fn run_all(sources: &[Source], done: &mpsc::Sender<usize>) -> Tally {
                     f
                 }
             };
-            let (rows, failed) = parse_and_check(&file, &what);
+            let (rows, failed) = parse_and_check(&file, &what, mode == 1);
             tally.parses += 1;
             tally.rows += rows;
             tally.errors += usize::from(failed);

@@ -27,7 +27,8 @@ ANOMALIES = ["retransmissions", "out_of_order", "overlaps", "overlap_conflicts",
              "mid_stream_connections", "truncated_tail", "snaplen_cut_bytes", "skipped_packets",
              "non_redis_segments", "unknown_commands", "malformed_commands", "reassembly_limit_hits",
              "invalid_requests", "invalid_replies", "port_reuses", "ignored_rsts", "out_of_window_segments",
-             "out_of_window_acks"]
+             "out_of_window_acks", "oversized_commands", "oversized_replies",
+             "elided_args", "elided_keys", "args_lost_in_gaps", "unconfirmed_commands"]
 
 
 def parse(tmp, data: bytes, name="c.pcap"):
@@ -163,9 +164,10 @@ def overlapping(conv: Conversation, seg, client: bool) -> list[int]:
 
 def test_lost_request_segment(tmp):
     """A client segment in the middle of a pipelined batch is missing. The commands it held are lost; those
-    of the batch before it keep their replies; those after it in the batch come out with their replies
-    unknown (which reply is theirs cannot be known); from the next batch on, pairing is back. The server's
-    replies come in one segment whose ACK proves the hole."""
+    of the batch before it keep their replies; those after it come out with their replies unknown, to the
+    end of the connection: how many commands the hole held is unknown, and each has a reply that could be
+    taken for a later command's (a client pipelining across a quiet moment would be paired one reply off).
+    The server's replies come in one segment whose ACK proves the hole."""
     conv = Conversation(feature_store_batches())
     segs = conv.segments(mss_server=None)
     batch = in_batch(conv, 1)
@@ -174,12 +176,12 @@ def test_lost_request_segment(tmp):
              if batch[0] < overlapping(conv, segs[i], True)[0] and overlapping(conv, segs[i], True)[-1] < batch[-1])
     dropped = segs.pop(i)
     hit = overlapping(conv, dropped, True)
-    status = {i: "lost" for i in hit} | {i: "unknown" for i in range(hit[-1] + 1, batch[-1] + 1)}
+    status = {i: "lost" for i in hit} | {i: "unknown" for i in range(hit[-1] + 1, len(conv.exchanges))}
     captured = timed(segs)
     rows, stats = parse(tmp, ethernet_pcap(conv, captured))
     assert rows == conv.expected_rows(captured, status=status)
     commands, n = lookups(conv, status)
-    unknown = batch[-1] - hit[-1]
+    unknown = len(conv.exchanges) - 1 - hit[-1]
     # Resynchronizing skips the rest of the command cut by the hole; the replies of the lost commands and of
     # those whose pairing is unknown answer nothing.
     skipped = conv.req_at[hit[-1] + 1] - dropped.end
@@ -221,44 +223,49 @@ def value(n: int) -> bytes:
 def test_snap_length_cuts(tmp):
     """tcpdump -s 118 keeps 64 bytes of TCP payload. A cut inside a reply's value loses nothing the trace
     needs (the value's length came in its header): the reply is known. A cut inside a command's value loses
-    the command (its arguments are not all there); the next command of that batch has its reply unknown;
-    the batch after pairs again."""
+    that value only (its length came in its header too): the command is kept, the size it wrote unknown, and
+    pairing goes on."""
+    write = replace(hset("st_2", {"2496559762": value(200)}), rows=[("write", "HSET", "st_2", "2496559762", None,
+                                                                      None)])
     conv = Conversation([
         [hmget("st_1", {"2496559762": value(5), "1170383926": value(300)}), get("plain_1", value(100))],
-        [hset("st_2", {"2496559762": value(200)}), hget("st_2", "111", value(4))],
+        [write, hget("st_2", "111", value(4))],
         [hmget("st_3", {"1": value(7), "2": None}), get("plain_2", value(64))],
     ])
     captured = timed(conv.segments(mss_client=EACH, mss_server=EACH))
     rows, stats = parse(tmp, ethernet_pcap(conv, captured, snaplen=54 + 64))
-    status = {2: "lost", 3: "unknown"}
-    assert rows == conv.expected_rows(captured, status=status)
+    assert rows == conv.expected_rows(captured)
     cuts = [len(s.payload) - 64 for _, s in captured if len(s.payload) > 64]
     assert len(cuts) == 4
-    commands, n = lookups(conv, status)
+    commands, n = lookups(conv)
     check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n,
-                snaplen_cut_bytes=sum(cuts), gaps=len(cuts), gap_bytes=sum(cuts), damaged_commands=1, resyncs=1,
-                unknown_replies=1, unpaired_replies=2)
+                snaplen_cut_bytes=sum(cuts), gaps=len(cuts), gap_bytes=sum(cuts), args_lost_in_gaps=1,
+                elided_args=0)
 
 
 def test_capture_starting_mid_stream(tmp):
     """No handshake: the capture begins in the middle of the first batch, inside a command. That command is
-    lost, the rest of the batch has no known replies (the reply stream's frame boundaries are unknown too),
-    the next batch's quiet start finds them, and from the batch after on everything pairs."""
+    lost; the commands after it are read on probation (they could be a value's text) until four of them
+    followed one another, in the middle of batch 1, and their replies are unknown (the reply stream's frame
+    boundaries are unknown too); batch 2's quiet start finds those boundaries, and from batch 3 on everything
+    pairs."""
     conv = Conversation(feature_store_batches())
     segs = conv.segments()
     first = data_segments(segs, True, in_batch(conv, 0), conv)[1]
     start = segs[first].off
     segs = segs[first:]
     assert conv.req_at[0] < start < conv.req_at[1]
-    status = {0: "lost"} | {i: "unknown" for i in [*in_batch(conv, 0)[1:], *in_batch(conv, 1)]}
+    unknown = [*in_batch(conv, 0)[1:], *in_batch(conv, 1), *in_batch(conv, 2)]
+    assert len(in_batch(conv, 0)[1:]) + len(in_batch(conv, 1)) > 4
+    status = {0: "lost"} | {i: "unknown" for i in unknown}
     captured = timed(segs)
     rows, stats = parse(tmp, ethernet_pcap(conv, captured))
     assert rows == conv.expected_rows(captured, status=status)
     commands, n = lookups(conv, status)
-    skipped = (conv.req_at[1] - start) + conv.rep_at[in_batch(conv, 1)[0]]  # to the next command; batch 1's replies
+    skipped = (conv.req_at[1] - start) + conv.rep_at[in_batch(conv, 2)[0]]  # to the next command; batch 2's replies
     check_stats(stats, packets=len(captured), connections=1, commands=commands, rows=n, mid_stream_connections=1,
                 resyncs=2, skipped_bytes=skipped, unknown_replies=len(status) - 1,
-                unpaired_replies=len(in_batch(conv, 1)))
+                unpaired_replies=len(in_batch(conv, 2)))
 
 
 def test_capture_file_cut_in_its_last_record(tmp):

@@ -73,6 +73,16 @@ def format_stats(stats: dict) -> str:
         lines.append("  dropped by reassembly: " + ", ".join(f"{n:,} {what.format(**counts)}" for n, what in dropped))
     if s.get("ports_found"):
         lines.append(f"  Redis found by content on port(s) {', '.join(map(str, s['redis_ports']))} (--port to choose)")
+    limits = [(s.get("oversized_commands", 0), "commands over the size limit (no rows)"),
+              (s.get("oversized_replies", 0), "replies too large to describe (lookups unknown)"),
+              (s.get("elided_keys", 0), "rows dropped for a key or field not kept"),
+              (s.get("args_lost_in_gaps", 0), "arguments cut by a gap (command kept)"),
+              (s.get("unconfirmed_commands", 0), "commands after a resync unconfirmed (dropped)"),
+              (s.get("refused_inline_lines", 0), "inline lines Redis refuses"),
+              (s.get("unparsable_bytes", 0), "unparsable bytes"),
+              (s.get("encrypted_connections", 0), "encrypted (TLS) connections, not read")]
+    if any(n for n, _ in limits):
+        lines.append("  limits: " + ", ".join(f"{n:,} {what}" for n, what in limits if n))
     if s.get("truncated_tail"):
         lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
     other = s.get("other_commands") or {}

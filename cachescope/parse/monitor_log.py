@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from cachescope.errors import TraceFormatError
+from cachescope.parse.keytext import key_text
 from cachescope.parse.schema import SCHEMA
 
 _LINE = re.compile(rb'^(\d+)\.(\d{1,9}) \[(\d+) ([^\]]*)\] (.*)$')
@@ -29,7 +30,7 @@ BATCH_ROWS = 1 << 16
 def _unescape(arg: bytes) -> str:
     out = re.sub(rb"\\x([0-9a-fA-F]{2})|\\(.)",
                  lambda m: bytes([int(m.group(1), 16)]) if m.group(1) else _ESCAPES.get(m.group(2), m.group(2)), arg)
-    return out.decode("utf-8", "backslashreplace")
+    return key_text(out)
 
 
 class MonitorRows:

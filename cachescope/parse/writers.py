@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from cachescope import _native
 from cachescope.errors import UsageError
+from cachescope.parse.keytext import key_bytes
 from cachescope.parse.schema import SCHEMA
 
 OUTPUT_FORMATS = ("parquet", "commands", "monitor", "oracleGeneral")
@@ -122,28 +123,23 @@ def _command_args(cmd: str, keys: list, fields: list) -> list[str]:
 
 
 def _bare(arg: str) -> str:
-    """An argument for the commands format: as is, or double-quoted when it holds spaces, quotes or nothing."""
-    if arg and not any(c.isspace() or c in '"\\' for c in arg):
+    """An argument for the commands format: as is, or double-quoted when it holds spaces, quotes, control
+    characters, a backslash (an escaped key: its bytes are written back) or nothing."""
+    if arg and not any(c.isspace() or c in '"\\' or ord(c) < 0x20 or ord(c) == 0x7F for c in arg):
         return arg
     return _redis_quote(arg)
 
 
+_REPR = {0x5C: "\\\\", 0x22: '\\"', 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x07: "\\a", 0x08: "\\b"}
+
+
 def _redis_quote(arg: str) -> str:
-    """Double-quoted with the escapes Redis uses when it prints a string (as MONITOR does)."""
+    """The argument's bytes (`keytext.key_bytes`), double-quoted as Redis prints a string in MONITOR
+    (`sdscatrepr`): the escapes above, printable ASCII as it is, any other byte as `\\xHH`. The text readers
+    read exactly those bytes back, so distinct keys stay distinct (and a NUL never reaches the file)."""
     out = ['"']
-    for ch in arg:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
+    for b in key_bytes(arg):
+        out.append(_REPR.get(b) or (chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02x}"))
     out.append('"')
     return "".join(out)
 

@@ -302,6 +302,15 @@ pub(crate) fn command_counters(resp: &RespStats, rows: &RowStats) -> Vec<(&'stat
         ("skipped_bytes", resp.request_skipped_bytes + resp.reply_skipped_bytes),
         ("unpaired_replies", resp.unpaired_replies),
         ("contradictions", resp.contradictions),
+        ("oversized_commands", resp.oversized_commands),
+        ("oversized_replies", resp.oversized_replies),
+        ("elided_args", resp.elided_args),
+        ("elided_keys", rows.elided_keys),
+        ("args_lost_in_gaps", resp.args_lost_in_gaps),
+        ("unconfirmed_commands", resp.unconfirmed_commands),
+        ("refused_inline_lines", resp.refused_inline_lines),
+        ("unparsable_bytes", resp.unparsable_bytes),
+        ("encrypted_connections", resp.encrypted_connections),
     ]
 }
 
@@ -312,5 +321,6 @@ fn add_resp(total: &mut RespStats, s: &RespStats) {
     sum!(commands, paired, unknown_replies, no_reply, damaged_commands, oversized_commands, elided_args,
          redacted_args, inline_commands, unpaired_replies, pushes, oversized_replies, request_gaps, reply_gaps,
          request_gap_bytes, reply_gap_bytes, invalid_requests, invalid_replies, request_skipped_bytes,
-         reply_skipped_bytes, request_resyncs, reply_resyncs, pairing_resyncs, contradictions, queue_overflows);
+         reply_skipped_bytes, request_resyncs, reply_resyncs, pairing_resyncs, contradictions, queue_overflows,
+         args_lost_in_gaps, unconfirmed_commands, refused_inline_lines, unparsable_bytes, encrypted_connections);
 }

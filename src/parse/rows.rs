@@ -107,6 +107,9 @@ pub struct RowStats {
     pub malformed_commands: u64,
     /// Commands that touch no cached value, by upper-case name.
     pub other_commands: BTreeMap<String, u64>,
+    /// Rows not written because their key or field was not kept (longer than the argument limit, or cut by a
+    /// gap): an unknown key must not become the empty key, which all such keys would share.
+    pub elided_keys: u64,
 }
 
 pub struct RowBuilder {
@@ -114,6 +117,10 @@ pub struct RowBuilder {
     /// The current key as it goes into the trace (as text, or anonymized): made once per key of a command,
     /// copied into each of its rows.
     key: Vec<u8>,
+    /// The current key was not kept: its rows are dropped (`RowStats::elided_keys`).
+    key_lost: bool,
+    /// Which arguments of the current command (name excluded) were not kept; empty when all were.
+    lost: Vec<bool>,
     cmd_names: Vec<String>,
     cmd_index: BTreeMap<Vec<u8>, u16>,
     anonymize_salt: Option<u64>,
@@ -125,6 +132,8 @@ impl RowBuilder {
         RowBuilder {
             batch: RowBatch::new(),
             key: Vec::new(),
+            key_lost: false,
+            lost: Vec::new(),
             cmd_names: Vec::new(),
             cmd_index: BTreeMap::new(),
             anonymize_salt,
@@ -178,9 +187,13 @@ impl RowBuilder {
         }
         let cmd = self.cmd_code(&upper);
         let latency = c.reply_ts_ns.map_or(-1, |r| (r - c.ts_ns).max(0));
+        self.lost.clear();
+        if c.elided_args > 0 {
+            self.lost.extend((1..=args.len()).map(|i| c.args.is_elided(i)));
+        }
         match info.op {
             Op::Read => self.push_reads(info.shape, &args, &c.reply),
-            Op::Write | Op::Delete => self.push_changes(info.shape, &args, value_arg(&upper), c.elided_args > 0),
+            Op::Write | Op::Delete => self.push_changes(info.shape, &args, value_arg(&upper)),
             Op::Other => unreachable!("returned above"),
         }
         let op = match info.op {
@@ -218,20 +231,20 @@ impl RowBuilder {
         match shape {
             Shape::KeyFields => {
                 let fields = &args[1..];
-                self.set_key(args[0]);
+                self.set_key(args, 0);
                 for (i, f) in fields.iter().enumerate() {
-                    self.push(Some(f), element_outcome(reply, fields.len(), i));
+                    self.push_field(f, i + 1, element_outcome(reply, fields.len(), i));
                 }
             }
             Shape::Keys => {
-                for (i, k) in args.iter().enumerate() {
-                    self.set_key(k);
+                for i in 0..args.len() {
+                    self.set_key(args, i);
                     self.push(None, element_outcome(reply, args.len(), i));
                 }
             }
             // HGETALL: a row per field the reply holds; a missing key (empty reply) is one row, not found.
             _ => {
-                self.set_key(args[0]);
+                self.set_key(args, 0);
                 match reply {
                     Reply::Map { fields, value_lens } if !value_lens.is_empty() => {
                         for (f, &len) in fields.iter().zip(value_lens.iter()) {
@@ -246,50 +259,77 @@ impl RowBuilder {
         }
     }
 
-    /// `value_at`: for a key-then-arguments command, which argument is the value written (if any). `elided`:
-    /// some arguments were too long to store and came out empty, so an empty value's size is unknown.
-    fn push_changes(&mut self, shape: Shape, args: &[&[u8]], value_at: Option<usize>, elided: bool) {
-        let written = |v: &[u8]| if v.is_empty() && elided { -1 } else { size(v.len()) };
-        let sent = |value: Option<&&[u8]>| Outcome { value_size: value.map_or(-1, |v| written(v)), found: -1 };
+    /// `value_at`: for a key-then-arguments command, which argument is the value written (if any). A value
+    /// not kept (too long to store) has an unknown size, not 0.
+    fn push_changes(&mut self, shape: Shape, args: &[&[u8]], value_at: Option<usize>) {
+        let sent = |b: &RowBuilder, i: Option<usize>| Outcome {
+            value_size: match i.filter(|&i| i < args.len()) {
+                Some(i) if !b.is_lost(i) => size(args[i].len()),
+                _ => -1,
+            },
+            found: -1,
+        };
         match shape {
             Shape::Key => {
-                self.set_key(args[0]);
+                self.set_key(args, 0);
                 self.push(None, UNKNOWN);
             }
             Shape::KeyThenArgs => {
-                self.set_key(args[0]);
-                self.push(None, sent(value_at.and_then(|i| args.get(i))));
+                self.set_key(args, 0);
+                self.push(None, sent(self, value_at));
             }
             Shape::Keys => {
-                for k in args {
-                    self.set_key(k);
+                for i in 0..args.len() {
+                    self.set_key(args, i);
                     self.push(None, UNKNOWN);
                 }
             }
             Shape::KeyValuePairs => {
-                for kv in args.chunks(2) {
-                    self.set_key(kv[0]);
-                    self.push(None, sent(kv.get(1)));
+                for i in (0..args.len()).step_by(2) {
+                    self.set_key(args, i);
+                    self.push(None, sent(self, Some(i + 1)));
                 }
             }
             Shape::KeyFields => {
-                self.set_key(args[0]);
-                args[1..].iter().for_each(|f| self.push(Some(f), UNKNOWN));
+                self.set_key(args, 0);
+                (1..args.len()).for_each(|i| self.push_field(args[i], i, UNKNOWN));
             }
             Shape::KeyFieldValuePairs => {
-                self.set_key(args[0]);
-                args[1..].chunks(2).for_each(|fv| self.push(Some(fv[0]), sent(fv.get(1))));
+                self.set_key(args, 0);
+                for i in (1..args.len()).step_by(2) {
+                    let o = sent(self, Some(i + 1));
+                    self.push_field(args[i], i, o);
+                }
             }
             Shape::KeyFieldArg => {
-                self.set_key(args[0]);
-                self.push(Some(args[1]), UNKNOWN);
+                self.set_key(args, 0);
+                self.push_field(args[1], 1, UNKNOWN);
             }
             Shape::NoKeys => {}
         }
     }
 
-    /// Makes `key` the key of the rows pushed next.
-    fn set_key(&mut self, key: &[u8]) {
+    /// Argument `i` (the command name excluded) was not kept.
+    #[inline]
+    fn is_lost(&self, i: usize) -> bool {
+        self.lost.get(i).copied().unwrap_or(false)
+    }
+
+    /// A row for the field that is argument `i`, dropped (and counted) when the field was not kept.
+    fn push_field(&mut self, field: &[u8], i: usize, o: Outcome) {
+        if self.is_lost(i) {
+            if !self.key_lost {
+                self.stats.elided_keys += 1;
+            }
+            return;
+        }
+        self.push(Some(field), o);
+    }
+
+    /// Makes argument `i` the key of the rows pushed next.
+    fn set_key(&mut self, args: &[&[u8]], i: usize) {
+        let key = args[i];
+        self.key_lost = self.is_lost(i);
         self.key.clear();
         match self.anonymize_salt {
             Some(salt) => {
@@ -301,6 +341,10 @@ impl RowBuilder {
 
     /// One row of the key set last (`set_key`): its own columns; `fill_command_columns` does the rest.
     fn push(&mut self, field: Option<&[u8]>, o: Outcome) {
+        if self.key_lost {
+            self.stats.elided_keys += 1;
+            return;
+        }
         let b = &mut self.batch;
         b.key_data.extend_from_slice(&self.key);
         b.key_offsets.push(b.key_data.len() as i64);
@@ -347,11 +391,15 @@ fn element_outcome(reply: &Reply, n: usize, i: usize) -> Outcome {
     }
 }
 
-/// Keys and fields as text: valid UTF-8 as it is, anything else with its non-ASCII bytes as `\xHH` (and
-/// backslashes doubled) so that the Parquet string column stays valid and the bytes can be read back.
+/// Keys and fields as text, one-to-one: valid UTF-8 without a backslash as it is (nearly every key);
+/// anything else escaped, a backslash as `\\` and every byte outside printable ASCII as `\xHH`. A text holds a
+/// backslash exactly when it is escaped, so two distinct byte strings never give the same text (a key really
+/// spelled `\x80` reads `\\x80`, the byte 0x80 reads `\x80`), the Parquet string column stays valid UTF-8,
+/// and the bytes can be read back (`cachescope.parse.keytext.key_bytes`).
 fn push_text(out: &mut Vec<u8>, bytes: &[u8]) {
     // Keys and fields are ASCII nearly always, and short: the word-at-a-time ASCII test is the fast path.
-    if bytes.is_ascii() || std::str::from_utf8(bytes).is_ok() {
+    let plain = (bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()) && !bytes.contains(&b'\\');
+    if plain {
         out.extend_from_slice(bytes);
         return;
     }
@@ -387,6 +435,54 @@ mod tests {
         let b = rows(limits, request, b":2\r\n");
         assert_eq!(b.value_size, [-1, 3]);
         assert_eq!(rows(Limits::default(), request, b":2\r\n").value_size, [12, 3]);
+    }
+
+    /// Keys too long to store used to come out as the empty key, shared by all of them: false hits. Their
+    /// rows are dropped and counted; the other rows of the command stay.
+    #[test]
+    fn keys_and_fields_too_long_to_store_give_no_row_and_are_counted() {
+        let limits = Limits { max_arg_bytes: 8, ..Limits::default() };
+        let mut session = Session::new(limits);
+        let mut rows = RowBuilder::new(None);
+        let mut out = |c: &Command| rows.push_command(0, c);
+        let request = [
+            "*2\r\n$3\r\nGET\r\n$10\r\nlong-key-1\r\n",
+            "*2\r\n$3\r\nGET\r\n$10\r\nlong-key-2\r\n",
+            "*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$10\r\nlong-key-3\r\n",
+            "*4\r\n$5\r\nHMGET\r\n$1\r\nh\r\n$12\r\nlong-field-1\r\n$1\r\nf\r\n",
+            "*2\r\n$3\r\nGET\r\n$0\r\n\r\n",
+        ]
+        .concat();
+        session.on_data(Direction::Request, 1, request.as_bytes(), &mut out);
+        let reply = "$1\r\nx\r\n$1\r\ny\r\n*2\r\n$2\r\nab\r\n$-1\r\n*2\r\n$-1\r\n$3\r\nabc\r\n$-1\r\n";
+        session.on_data(Direction::Reply, 2, reply.as_bytes(), &mut out);
+        let b = rows.take();
+        let keys: Vec<&[u8]> = b.key_offsets.windows(2).map(|w| &b.key_data[w[0] as usize..w[1] as usize]).collect();
+        // MGET a, HMGET h f, and the real empty key; never the long ones as "".
+        assert_eq!(keys, [&b"a"[..], b"h", b""]);
+        assert_eq!(b.value_size, [2, 3, -1]);
+        assert_eq!(rows.stats().elided_keys, 4);
+    }
+
+    /// A key with a byte that is not UTF-8 used to read `\x80`, as a key really spelled so does: two keys,
+    /// one text, false hits. The text is one-to-one now.
+    #[test]
+    fn keys_as_text_are_one_to_one() {
+        let text = |k: &[u8]| {
+            let mut out = Vec::new();
+            push_text(&mut out, k);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(text(b"st_1"), "st_1");
+        assert_eq!(text("é".as_bytes()), "é");
+        assert_eq!(text(b"a\x80"), r"a\x80");
+        assert_eq!(text(br"a\x80"), r"a\\x80");
+        assert_eq!(text(br"a\\x80"), r"a\\\\x80");
+        assert_eq!(text(b"a\\\x80"), r"a\\\x80");
+        assert_eq!(text(b"k\0z"), "k\0z");
+        let keys: [&[u8]; 5] = [b"a\x80", br"a\x80", br"a\\x80", b"a\\\x80", br"a\\\x80"];
+        let texts: std::collections::BTreeSet<String> = keys.iter().map(|k| text(k)).collect();
+        assert_eq!(texts.len(), keys.len());
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! argument once a connection has warmed up.
 
 /// Where one argument (or field name) sits, relative to the start of its command's (or reply's) bytes.
+/// An argument whose bytes were not kept (too long to store, or cut by a gap) has `start == ELIDED` and
+/// reads as empty: it must not be mistaken for a real empty argument (see `ArgsView::is_elided`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Span {
     pub start: u32,
@@ -19,6 +21,19 @@ pub(crate) struct Fifo<T> {
     base: u64,
     /// Items before this virtual position are released.
     released: u64,
+}
+
+/// `Span::start` of an argument whose bytes were not kept.
+pub(crate) const ELIDED: u32 = u32::MAX;
+
+impl Span {
+    #[inline]
+    fn range(&self) -> std::ops::Range<usize> {
+        if self.start == ELIDED {
+            return 0..0;
+        }
+        self.start as usize..(self.start + self.len) as usize
+    }
 }
 
 impl<T: Copy> Fifo<T> {
@@ -103,11 +118,16 @@ impl<'a> ArgsView<'a> {
     }
     pub fn get(&self, i: usize) -> Option<&'a [u8]> {
         let s = self.spans.get(i)?;
-        Some(&self.bytes[s.start as usize..(s.start + s.len) as usize])
+        Some(&self.bytes[s.range()])
     }
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
         let bytes = self.bytes;
-        self.spans.iter().map(move |s| &bytes[s.start as usize..(s.start + s.len) as usize])
+        self.spans.iter().map(move |s| &bytes[s.range()])
+    }
+    /// Argument `i` was not kept (too long to store, or its bytes were lost): it reads as empty but is
+    /// not the empty string, and its real bytes are unknown.
+    pub fn is_elided(&self, i: usize) -> bool {
+        self.spans.get(i).is_some_and(|s| s.start == ELIDED)
     }
 }
 

@@ -15,6 +15,7 @@
 
 mod arena;
 mod command;
+mod inline;
 mod line;
 mod redact;
 mod reply;
@@ -57,7 +58,8 @@ pub struct Limits {
     pub max_depth: usize,
     /// Longest simple-string, error or inline-command line (Redis's inline limit is 64 KiB).
     pub max_line_len: usize,
-    /// Arguments longer than this are not stored: they come out empty and are counted in `elided_args`.
+    /// Arguments longer than this are not stored: they come out elided (`ArgsView::is_elided`) and are
+    /// counted in `elided_args`.
     pub max_arg_bytes: u32,
     /// Bytes of arguments (plus 8 per argument) stored for one command; a longer command is not emitted.
     pub max_command_bytes: u32,
@@ -139,4 +141,17 @@ pub struct RespStats {
     pub contradictions: u64,
     /// Commands emitted with `Reply::Unknown` because the pending queue was full.
     pub queue_overflows: u64,
+    /// Arguments that lost bytes to a request-side gap falling inside them: the command is kept, the
+    /// argument comes out elided (its loss stays confined to it, pairing goes on).
+    pub args_lost_in_gaps: u64,
+    /// Commands read after a resync that nothing confirmed (a value's bytes can spell a command): dropped,
+    /// their bytes counted in `request_skipped_bytes`.
+    pub unconfirmed_commands: u64,
+    /// Inline lines Redis refuses (unbalanced quotes, no command it knows: garbage, or another protocol):
+    /// not commands; each keeps its place among the replies (Redis answers it with an error).
+    pub refused_inline_lines: u64,
+    /// Their bytes.
+    pub unparsable_bytes: u64,
+    /// The connection is TLS (its client began with a TLS record): nothing in it can be read.
+    pub encrypted_connections: u64,
 }

@@ -7,17 +7,27 @@
 //! header line (and an inline line, which Redis also caps at 64 KiB). Credentials are recognized before
 //! their bytes are read (`redact`) and are never copied. Over-long arguments are skipped by length.
 //!
-//! Invalid bytes (and gaps) switch the parser to resynchronization: it skips to the next plausible command
-//! start (`resync`), keeping at most a few dozen bytes across chunks to judge a candidate cut in two.
+//! A gap that falls inside an argument whose length came in its header loses that argument only: the rest of
+//! its bytes are skipped by length, and the command comes out with the argument elided. Invalid bytes and
+//! other gaps switch the parser to resynchronization: it skips to the next plausible command start (`resync`),
+//! keeping at most a few dozen bytes across chunks to judge a candidate cut in two. The bytes after a loss may
+//! be inside a value, whose text can spell any command: commands read from then on are on probation, each held
+//! until the next command start follows it at once; one followed by anything else was read out of a value
+//! (a value's last byte is followed by its CRLF, never by a command): it is dropped and counted
+//! (`unconfirmed`). After `TRUSTED_AFTER` confirmations in a row the stream is trusted again.
+//!
+//! Inline lines are split as Redis splits them (`inline`); a line Redis refuses (unbalanced quotes, no
+//! command it knows) is no command but keeps its place among the replies, since Redis answers it.
 
 use std::mem;
 
-use super::arena::{Fifo, Span};
+use super::arena::{Fifo, Span, ELIDED};
+use super::inline::split_inline;
 use super::line::{fast_int_line, parse_int, LineReader};
 use super::redact::{Redactor, REDACTED};
 use super::resync::{scan, Scan, MAX_CANDIDATE};
 use super::Limits;
-use crate::trace::tokenize::{split_args, Span as Token};
+use crate::trace::commands::lookup;
 
 /// The arguments of the commands a connection holds: bytes, and spans into them.
 pub(crate) struct ArgStore {
@@ -45,6 +55,9 @@ pub(crate) struct Parsed {
     /// Longer than `max_command_bytes`: not all arguments were stored.
     pub truncated: bool,
     pub inline: bool,
+    /// An inline line Redis refuses (unbalanced quotes, or no command it knows): not a command, but the
+    /// server answers it with an error, so it keeps its place among the replies. No arguments.
+    pub refused: bool,
     /// The caller's mark (the reply bytes seen) when the command's first byte arrived.
     pub mark: u64,
 }
@@ -55,6 +68,8 @@ pub(crate) enum Event {
     Command(Parsed),
     /// Invalid bytes: what follows them until the next command start is lost.
     Lost,
+    /// A command read on probation was dropped, unconfirmed: if it was a real one, it has a reply.
+    Dropped,
 }
 
 /// Counts the session adds to its stats.
@@ -66,6 +81,13 @@ pub(crate) struct RequestCounts {
     pub damaged: u64,
     pub elided: u64,
     pub redacted: u64,
+    /// Arguments whose bytes were partly lost in a gap that fell inside them (the command is kept).
+    pub gap_args: u64,
+    /// Commands found after a resync and dropped because nothing confirmed they were not value bytes.
+    pub unconfirmed: u64,
+    /// Inline lines Redis refuses, and their bytes.
+    pub refused_lines: u64,
+    pub refused_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,11 +121,18 @@ pub(crate) struct RequestParser {
     stored: u64,
     redactor: Redactor,
     inline: Vec<u8>,
-    tokens: Vec<Token>,
+    /// An inline line's arguments, and where each ends.
     unquoted: Vec<u8>,
+    ends: Vec<usize>,
     /// Bytes of an undecided resync candidate cut by the end of a chunk, and that chunk's time.
     carry: Vec<u8>,
     carry_ts: i64,
+    /// After a resync, commands are on probation: the bytes may still be inside a value, whose text can
+    /// spell any command. A command read on probation is held until something confirms it (see `resync`).
+    probation: bool,
+    held: Option<Parsed>,
+    /// Commands confirmed in a row since probation began; at `TRUSTED_AFTER`, probation ends.
+    confirmed: u32,
     pub counts: RequestCounts,
 }
 
@@ -124,6 +153,7 @@ impl RequestParser {
                 elided: 0,
                 truncated: false,
                 inline: false,
+                refused: false,
                 mark: 0,
             },
             want: 0,
@@ -131,12 +161,20 @@ impl RequestParser {
             stored: 0,
             redactor: Redactor::default(),
             inline: Vec::new(),
-            tokens: Vec::new(),
             unquoted: Vec::new(),
+            ends: Vec::new(),
             carry: Vec::new(),
             carry_ts: 0,
+            probation: resyncing,
+            held: None,
+            confirmed: 0,
             counts: RequestCounts::default(),
         }
+    }
+
+    /// Commands read now are on probation (see `resync`): the stream is not trusted yet.
+    pub fn on_probation(&self) -> bool {
+        self.probation
     }
 
     /// Inside a command.
@@ -145,7 +183,7 @@ impl RequestParser {
     }
 
     pub fn held_bytes(&self) -> usize {
-        self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.tokens.capacity() * 24
+        self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.ends.capacity() * 8
     }
 
     /// Parses a chunk; complete commands are appended to `out`.
@@ -163,17 +201,78 @@ impl RequestParser {
         }
     }
 
-    /// Bytes were lost: the command in progress is damaged, and the next one must be searched for.
-    pub fn gap(&mut self, store: &mut ArgStore) {
+    /// `missing` bytes were lost. When they all lie in the rest of the argument being read (its length came
+    /// in its header) and its CRLF, the command's framing is intact: only that argument is lost (it comes
+    /// out elided) and parsing goes on. Otherwise the command in progress is damaged, and the next one must
+    /// be searched for. Returns whether the loss was confined to one argument.
+    pub fn gap(&mut self, missing: u64, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        if self.held.is_none() && self.lose_arg_bytes(missing, ts, store, out) {
+            return true;
+        }
+        self.drop_held(store, out);
         self.abandon(store);
         self.state = State::Resync;
+        self.start_probation();
         self.carry.clear();
+        false
     }
 
-    /// The stream ended: a command in progress is damaged.
+    /// The stream ended: a command in progress is damaged, one held on probation is not confirmed.
     pub fn finish(&mut self, store: &mut ArgStore) {
+        self.drop_held(store, &mut Vec::new());
         self.abandon(store);
         self.state = State::Idle;
+    }
+
+    fn drop_held(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
+        if let Some(h) = self.held.take() {
+            out.push(Event::Dropped);
+            self.counts.unconfirmed += 1;
+            self.counts.skipped += h.bytes_len as u64;
+            store.bytes.truncate(h.bytes_start);
+            store.spans.truncate(h.spans_start);
+        }
+    }
+
+    /// The gap part of `gap`: loses `missing` bytes inside the current argument's payload and CRLF.
+    fn lose_arg_bytes(&mut self, missing: u64, ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let (left, seen) = match self.state {
+            State::Payload { left, .. } => (left, 0),
+            State::Crlf(seen) => (0, seen as u64),
+            _ => return false,
+        };
+        let rest = left + 2 - seen;
+        if missing > rest {
+            return false;
+        }
+        if left > 0 {
+            // Value bytes are gone (a loss in the CRLF alone leaves the argument whole).
+            if matches!(self.state, State::Payload { store: true, .. }) {
+                self.elide_current(store);
+            }
+            self.counts.gap_args += 1;
+        }
+        let rest = rest - missing;
+        self.state = match rest {
+            0 => {
+                self.arg_done(ts, store, out);
+                return true;
+            }
+            1 => State::Crlf(1),
+            2 => State::Crlf(0),
+            _ => State::Payload { left: rest - 2, store: false },
+        };
+        true
+    }
+
+    /// The argument being read (and stored) lost bytes: it becomes elided, its bytes unknown.
+    fn elide_current(&mut self, store: &mut ArgStore) {
+        let last = store.spans.end() - 1;
+        let span = store.spans.slice(last, 1)[0];
+        store.bytes.truncate(self.cmd.bytes_start + span.start as u64);
+        store.spans.truncate(last);
+        store.spans.push(Span { start: ELIDED, len: 0 });
+        self.cmd.elided += 1;
     }
 
     fn abandon(&mut self, store: &mut ArgStore) {
@@ -194,6 +293,7 @@ impl RequestParser {
     fn invalid(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
         self.counts.invalid += 1;
         out.push(Event::Lost);
+        self.start_probation();
         if self.mid_command() {
             self.drop_command(store);
         }
@@ -299,6 +399,7 @@ impl RequestParser {
             elided: 0,
             truncated: false,
             inline: false,
+            refused: false,
             mark,
         };
         self.want = 0;
@@ -356,7 +457,7 @@ impl RequestParser {
         if len > self.limits.max_arg_bytes as u64 {
             self.counts.elided += 1;
             self.cmd.elided += 1;
-            store.spans.push(Span { start, len: 0 });
+            store.spans.push(Span { start: ELIDED, len: 0 });
             return false;
         }
         self.stored += len;
@@ -404,7 +505,10 @@ impl RequestParser {
         let held = store.spans.end() - self.cmd.spans_start;
         if self.redactor.watching(self.got) && held > self.got as u64 {
             let span = store.spans.slice(store.spans.end() - 1, 1)[0];
-            let arg = store.bytes.slice(self.cmd.bytes_start + span.start as u64, span.len as usize);
+            let arg = match span.start {
+                ELIDED => &[][..],
+                start => store.bytes.slice(self.cmd.bytes_start + start as u64, span.len as usize),
+            };
             self.redactor.observe(self.got, arg);
         }
         self.got += 1;
@@ -419,6 +523,12 @@ impl RequestParser {
         self.cmd.end_ts = ts;
         self.cmd.argc = (store.spans.end() - self.cmd.spans_start) as u32;
         self.cmd.bytes_len = (store.bytes.end() - self.cmd.bytes_start) as u32;
+        if self.probation {
+            // Confirmed by what follows it (`resync`) or by the server answering (`confirm_by_reply`).
+            self.held = Some(self.cmd);
+            self.state = State::Resync;
+            return;
+        }
         out.push(Event::Command(self.cmd));
         self.state = State::Idle;
     }
@@ -441,38 +551,51 @@ impl RequestParser {
         ok
     }
 
-    fn inline_line(&mut self, line: &[u8], ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let mut tokens = mem::take(&mut self.tokens);
-        let mut unquoted = mem::take(&mut self.unquoted);
-        let ok = split_args(line, &mut tokens, &mut unquoted).is_ok()
-            && !tokens.first().is_some_and(|t| cross_protocol(t.get(line, &unquoted)));
-        if ok {
-            for t in &tokens {
-                let arg = t.get(line, &unquoted);
+    fn inline_line(&mut self, raw: &[u8], ts: i64, store: &mut ArgStore, out: &mut Vec<Event>) -> bool {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let mut args = mem::take(&mut self.unquoted);
+        let mut ends = mem::take(&mut self.ends);
+        let split = split_inline(line, &mut args, &mut ends);
+        let name = match (&split, ends.first()) {
+            (Ok(()), Some(&end)) => Some(&args[..end]),
+            _ => None,
+        };
+        if name.is_some_and(cross_protocol) {
+            args.fill(0);
+            (self.unquoted, self.ends) = (args, ends);
+            return false;
+        }
+        let known = name.is_some_and(|n| n.len() <= 32 && lookup(&n.to_ascii_uppercase()).is_some());
+        if split.is_ok() && ends.is_empty() {
+            // Redis skips empty lines: no command, no reply.
+            self.state = State::Idle;
+        } else if !known {
+            self.counts.refused_lines += 1;
+            self.counts.refused_bytes += raw.len() as u64 + 1;
+            self.cmd.refused = true;
+            self.complete(ts, store, out);
+        } else {
+            let mut start = 0;
+            for &end in &ends {
+                let arg = &args[start..end];
                 if self.open_arg(arg.len() as u64, store) {
                     store.bytes.extend(arg);
                     self.redactor.observe(self.got, arg);
                 }
                 self.got += 1;
+                start = end;
             }
-        }
-        unquoted.fill(0);
-        self.tokens = tokens;
-        self.unquoted = unquoted;
-        if !ok {
-            return false;
-        }
-        if self.got == 0 {
-            // Redis skips empty lines: no command, no reply.
-            self.state = State::Idle;
-        } else {
             self.complete(ts, store, out);
         }
+        args.fill(0);
+        (self.unquoted, self.ends) = (args, ends);
         true
     }
 
     /// Looks for the next command start; returns where in `data` parsing goes on, None if all was taken.
+    ///
+    /// A command held on probation is confirmed when the next command start follows it at once; anything
+    /// else after it (bytes no command starts with) says it was read out of a value: it is dropped.
     fn resync(&mut self, data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) -> Option<usize> {
         if !self.carry.is_empty() {
             let c = self.carry.len();
@@ -482,8 +605,7 @@ impl RequestParser {
             joined[c..c + k].copy_from_slice(&data[..k]);
             match scan(&joined[..c + k], c) {
                 Scan::Found(i) => {
-                    self.counts.skipped += i as u64;
-                    self.counts.resyncs += 1;
+                    self.found(i, store, out);
                     self.state = State::Idle;
                     let carry = mem::take(&mut self.carry);
                     let n = self.run(&carry[i..], self.carry_ts, mark, store, out);
@@ -494,12 +616,16 @@ impl RequestParser {
                     return Some(0);
                 }
                 Scan::Undecided(i) => {
+                    if i > 0 {
+                        self.judge_held(false, store, out);
+                    }
                     self.counts.skipped += i as u64;
                     self.carry.drain(..i);
                     self.carry.extend_from_slice(data);
                     return None;
                 }
                 Scan::Nothing => {
+                    self.judge_held(false, store, out);
                     self.counts.skipped += c as u64;
                     self.carry.clear();
                 }
@@ -507,24 +633,62 @@ impl RequestParser {
         }
         match scan(data, data.len()) {
             Scan::Found(i) => {
-                self.counts.skipped += i as u64;
-                self.counts.resyncs += 1;
+                self.found(i, store, out);
                 self.state = State::Idle;
                 Some(i)
             }
             Scan::Undecided(i) => {
+                if i > 0 {
+                    self.judge_held(false, store, out);
+                }
                 self.counts.skipped += i as u64;
                 self.carry.extend_from_slice(&data[i..]);
                 self.carry_ts = ts;
                 None
             }
             Scan::Nothing => {
+                self.judge_held(false, store, out);
                 self.counts.skipped += data.len() as u64;
                 None
             }
         }
     }
+
+    /// A command starts `i` bytes on: a resync, or (at once after a held command) a confirmation.
+    fn found(&mut self, i: usize, store: &mut ArgStore, out: &mut Vec<Event>) {
+        if !(i == 0 && self.held.is_some()) {
+            self.counts.resyncs += 1;
+        }
+        self.judge_held(i == 0, store, out);
+        self.counts.skipped += i as u64;
+    }
+
+    /// A command start follows the held command at once (`next`) or not: confirmed, or dropped. Each
+    /// command read on probation needs its own confirmation, until the server's answer ends probation.
+    fn judge_held(&mut self, next: bool, store: &mut ArgStore, out: &mut Vec<Event>) {
+        if next {
+            if let Some(h) = self.held.take() {
+                out.push(Event::Command(h));
+                self.confirmed += 1;
+                // The command starting now is parsed as any other: the stream is trusted from here on.
+                self.probation = self.confirmed < TRUSTED_AFTER;
+            }
+        } else {
+            self.drop_held(store, out);
+            self.confirmed = 0;
+        }
+    }
+
+    fn start_probation(&mut self) {
+        self.probation = true;
+        self.confirmed = 0;
+    }
 }
+
+/// Commands confirmed in a row (each followed at once by the next command's start) after which the stream is
+/// trusted again. A value's text would have to spell that many commands back to back, the last followed by
+/// yet another command start; each confirmation depends on the bytes alone, never on how they were chunked.
+const TRUSTED_AFTER: u32 = 4;
 
 /// `POST` and `Host:` as a command name are an HTTP request sent to a Redis port (a browser or proxy tricked
 /// into it): Redis takes them for an attack and closes the connection (its `securityWarningCommand`). The

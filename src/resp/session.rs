@@ -10,24 +10,33 @@
 //! Losses. Losses are reported, never invented. A reply-side gap (or invalid reply bytes) loses the replies of
 //! an unknown number of waiting commands: all of them get `Reply::Unknown`, and replies are unpaired from then
 //! on; unless the lost bytes all lie inside a value whose length its header gave (a snap length cutting a long
-//! reply), which the reply parser skips anyway. A request-side gap loses an unknown number of commands, whose
-//! replies will come after those of the commands already waiting: these are still paired (`Draining`), later
-//! ones are not. Pairing resumes at a *turn*: a command C sent while the server was quiet (no reply byte while
-//! C was sent, the last one before C's first byte), after the server had answered something since the previous
-//! command ended, with the reply parser at a frame boundary, and with every command seen since the loss
-//! plausibly answered (as many replies started after each had ended as there are such commands). Then all the
-//! client had sent has been answered, if the client waits for its replies before it sends more
-//! (request-response, or pipelines of batches as redis-py sends them): C's reply is the next frame. When the
-//! reply stream itself lost its frame boundaries, a first turn restarts the reply parser (a new reply begins
-//! after a quiet turn) and a second one resumes pairing. A client that pipelines without ever waiting offers no
-//! turn and its commands stay `Unknown`. Two checks catch what slips through: a reply that starts before its
-//! command ended, or whose shape cannot answer it (`summary::compatible`), stops pairing (`contradictions`);
-//! the replies of the commands then waiting are taken to be still on their way, so a turn needs them first.
+//! reply), which the reply parser skips anyway. Likewise on the request side: bytes lost inside one argument
+//! whose length its header gave lose that argument only (the command comes out with it elided) and pairing
+//! goes on. Any other request-side loss (a gap elsewhere, invalid bytes) loses an unknown number of commands,
+//! each with a reply of its own that comes after those of the commands already waiting: these are still
+//! paired (`Draining`), later ones are not, to the end of the connection, since no later moment tells how many
+//! replies the lost commands had (a client that pipelines across a quiet moment would be paired one reply
+//! off, an HGETALL given another command's values as field names).
 //!
-//! What stays uncertain: commands lost on the request side have replies of their own, which the count
-//! above takes for replies to the commands seen; a client that pipelines across a quiet moment can thus
-//! be paired one reply off after a loss. The shape check catches that for HMGET/MGET (an array of the
-//! wrong length) and HGETALL, not for two GETs.
+//! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
+//! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before
+//! C's first byte), after the server had answered something since the previous command ended, with the reply
+//! parser at a frame boundary, with the request stream trusted again (no command read since a resync still
+//! on probation, see `request`), and with every command seen since the loss plausibly answered (as many
+//! replies started after each had ended as there are such commands; a pub/sub confirmation answers a
+//! (UN)SUBSCRIBE). Then all the client had sent has been answered, if the client waits for its replies
+//! before it sends more (request-response, or pipelines of batches as redis-py sends them): C's reply is the
+//! next frame. When the reply stream itself lost its frame boundaries, a first turn restarts the reply parser
+//! (a new reply begins after a quiet turn) and a second one resumes pairing. A client that pipelines without
+//! ever waiting offers no turn and its commands stay `Unknown`. Two checks catch what slips through: a reply
+//! that starts before its command ended, or whose shape cannot answer it (`summary::compatible`), stops
+//! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
+//! so a turn needs them first.
+//!
+//! What stays uncertain: at a mid-stream start, a command sent just before the capture began has a reply the
+//! count above does not know of; a client that pipelines across that very moment can be paired one reply
+//! off. The shape check catches that for HMGET/MGET (an array of the wrong length) and HGETALL, not for two
+//! GETs.
 
 use std::collections::VecDeque;
 
@@ -36,7 +45,7 @@ use super::command::Command;
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
-    classify, compatible, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
+    classify, compatible, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
 use super::{Direction, Limits, RespStats};
 
@@ -84,6 +93,9 @@ struct Owed {
     /// Entries dropped for room, and the latest of their end times.
     dropped: u64,
     dropped_end: i64,
+    /// A bare UNSUBSCRIBE or PUNSUBSCRIBE is owed one confirmation per subscription, a number not known:
+    /// nothing is settled until a confirmation says no subscription is left.
+    uncounted: bool,
 }
 
 impl Owed {
@@ -107,9 +119,10 @@ impl Owed {
         }
     }
     fn settled(&self) -> bool {
-        self.dropped == 0 && self.ends.is_empty()
+        self.dropped == 0 && self.ends.is_empty() && !self.uncounted
     }
     fn clear(&mut self) {
+        self.uncounted = false;
         self.ends.clear();
         self.dropped = 0;
         self.dropped_end = i64::MIN;
@@ -142,6 +155,12 @@ pub struct Session {
     skip: u64,
     /// A queued command was evicted: EXEC's array no longer lines up with the queue.
     tx_broken: bool,
+    /// Client bytes of unknown extent were lost (a gap, invalid bytes): see `commands_lost`.
+    request_lost: bool,
+    /// Client bytes have been seen (the first ones tell whether the connection is TLS).
+    seen_request: bool,
+    /// The connection is TLS: its bytes are not read.
+    encrypted: bool,
 }
 
 impl Session {
@@ -176,12 +195,21 @@ impl Session {
                 maybe_subscribed: false,
                 monitor: false,
             },
-            owed: Owed { ends: VecDeque::new(), cap: limits.max_pending_commands, dropped: 0, dropped_end: i64::MIN },
+            owed: Owed {
+                ends: VecDeque::new(),
+                cap: limits.max_pending_commands,
+                dropped: 0,
+                dropped_end: i64::MIN,
+                uncounted: false,
+            },
             reply_bytes: 0,
             last_reply_ts: None,
             prev_end: i64::MIN,
             skip: 0,
             tx_broken: false,
+            request_lost: false,
+            seen_request: false,
+            encrypted: false,
         }
     }
 
@@ -204,6 +232,16 @@ impl Session {
 
     /// Bytes of one direction, captured at `ts_ns`. Commands whose reply became known are passed to `out`.
     pub fn on_data(&mut self, dir: Direction, ts_ns: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
+        if dir == Direction::Request && !self.seen_request && !data.is_empty() {
+            self.seen_request = true;
+            if is_tls_record(data) {
+                self.encrypted = true;
+                self.stats.encrypted_connections = 1;
+            }
+        }
+        if self.encrypted {
+            return;
+        }
         match dir {
             Direction::Request => self.on_request(ts_ns, data, out),
             Direction::Reply => self.on_reply(ts_ns, data, out),
@@ -213,13 +251,22 @@ impl Session {
 
     /// `missing` bytes of one direction were lost before the data that follows (`ts_ns`: when that was seen).
     pub fn on_gap(&mut self, dir: Direction, ts_ns: i64, missing: u64, out: &mut impl FnMut(&Command)) {
+        if self.encrypted {
+            return;
+        }
         match dir {
             Direction::Request => {
                 self.stats.request_gaps += 1;
                 self.stats.request_gap_bytes += missing;
-                self.req.gap(&mut self.args);
-                self.prev_end = self.prev_end.max(ts_ns);
-                self.commands_lost(out);
+                let mut events = std::mem::take(&mut self.events);
+                events.clear();
+                let confined = self.req.gap(missing, ts_ns, &mut self.args, &mut events);
+                self.on_events(&events, ts_ns, out);
+                self.events = events;
+                if !confined {
+                    self.prev_end = self.prev_end.max(ts_ns);
+                    self.commands_lost(out);
+                }
             }
             Direction::Reply => {
                 self.stats.reply_gaps += 1;
@@ -260,6 +307,10 @@ impl Session {
         s.damaged_commands = c.damaged;
         s.elided_args = c.elided;
         s.redacted_args = c.redacted;
+        s.args_lost_in_gaps = c.gap_args;
+        s.unconfirmed_commands = c.unconfirmed;
+        s.refused_inline_lines = c.refused_lines;
+        s.unparsable_bytes = c.refused_bytes;
     }
 
     // ---- requests ----
@@ -273,21 +324,35 @@ impl Session {
             // Skipped bytes may have held commands: a turn needs a reply after them.
             self.prev_end = self.prev_end.max(ts);
         }
-        for &event in &events {
+        self.on_events(&events, ts, out);
+        self.events = events;
+    }
+
+    fn on_events(&mut self, events: &[Event], ts: i64, out: &mut impl FnMut(&Command)) {
+        for &event in events {
             match event {
                 Event::Command(cmd) => self.on_command(cmd, out),
                 Event::Lost => {
                     self.prev_end = self.prev_end.max(ts);
                     self.commands_lost(out);
                 }
+                Event::Dropped => {
+                    // Like bytes skipped at a mid-stream start: a turn needs a reply after them, and a
+                    // dropped CLIENT REPLY must not leave its mode behind.
+                    self.prev_end = self.prev_end.max(ts);
+                    self.modes.client_reply = ClientReply::On;
+                }
             }
         }
-        self.events = events;
     }
 
     /// Commands may have been lost on the request side: their replies will follow those of the commands
-    /// already waiting, which can still be paired.
+    /// already waiting, which can still be paired. How many were lost is unknown, and each has a reply of its
+    /// own that would be taken for the reply of a later command: no turn is certain any more (a client that
+    /// pipelines across a quiet moment would be paired one reply off), so pairing does not resume on this
+    /// connection; its later commands are emitted with `Reply::Unknown`.
     fn commands_lost(&mut self, out: &mut impl FnMut(&Command)) {
+        self.request_lost = true;
         // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
@@ -306,6 +371,16 @@ impl Session {
     }
 
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
+        if cmd.elided > 0 && mode_unknown(self.args_of(&cmd)) {
+            // Whether the server replies to it (and to what follows) is unknown: a loss of the pairing.
+            let p = Pending { cmd, class: Class::Other, wait: Wait::Done, reply: Stored::Unknown, reply_ts: None };
+            self.prev_end = self.prev_end.max(cmd.end_ts);
+            self.queue.push_back(p);
+            self.commands_lost(out);
+            self.fix_cursor();
+            self.emit_ready(out);
+            return;
+        }
         let class = classify(self.args_of(&cmd));
         let expects = self.expects_reply(class);
         let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None };
@@ -313,13 +388,16 @@ impl Session {
             p.wait = Wait::Done;
             p.reply = Stored::NoReply;
         } else if self.pairing != Pairing::Synced {
-            if self.pairing == Pairing::Unsynced && self.at_turn(&cmd) {
+            // A turn needs a trusted request stream: not after a loss of unknown extent, not while commands
+            // read after a resync are still on probation (one dropped later may have been real).
+            let trusted = !self.request_lost && !self.req.on_probation();
+            if self.pairing == Pairing::Unsynced && trusted && self.at_turn(&cmd) {
                 self.pairing = Pairing::Synced;
                 self.stats.pairing_resyncs += 1;
                 self.owed.clear();
             } else {
                 p.wait = Wait::Done;
-                self.owed.push(cmd.end_ts);
+                self.owe(class, cmd.argc, cmd.end_ts);
             }
         }
         self.prev_end = self.prev_end.max(cmd.end_ts);
@@ -327,6 +405,22 @@ impl Session {
         self.fix_cursor();
         self.bound_queue(out);
         self.emit_ready(out);
+    }
+
+    /// A command seen while pairing is lost is owed its replies: one, or for (UN)SUBSCRIBE-like commands
+    /// one confirmation per channel named (pub/sub confirmations are out-of-band frames, see `on_frame`).
+    fn owe(&mut self, class: Class, argc: u32, end: i64) {
+        let n = match class {
+            Class::Subscribe(_) | Class::Unsubscribe(_) if argc > 1 => argc - 1,
+            Class::Unsubscribe(_) => {
+                self.owed.uncounted = true;
+                0
+            }
+            _ => 1,
+        };
+        for _ in 0..n {
+            self.owed.push(end);
+        }
     }
 
     /// Whether the server will reply to a command of `class`, following CLIENT REPLY; notes request-side
@@ -418,6 +512,9 @@ impl Session {
         max_frames: usize,
         out: &mut impl FnMut(&Command),
     ) -> usize {
+        if self.encrypted {
+            return data.len();
+        }
         let taken = self.reply_frames(ts_ns, data, max_frames, out);
         self.copy_counts();
         taken
@@ -545,6 +642,10 @@ impl Session {
             self.note_pubsub(oob);
             if !(confirms && pairing) {
                 self.stats.pushes += 1;
+                if self.pairing == Pairing::Unsynced && matches!(oob, Some(PubSub::Subscribed(_) | PubSub::Unsubscribed(_))) {
+                    // A confirmation answers a (UN)SUBSCRIBE seen while pairing was lost.
+                    self.owed.answer(ts);
+                }
                 return;
             }
         }
@@ -644,6 +745,7 @@ impl Session {
                 if left.is_some_and(|n| n.kind == Kind::Integer && n.int == 0) {
                     self.modes.subscribed = false;
                     self.modes.maybe_subscribed = false;
+                    self.owed.uncounted = false;
                 }
             }
             _ => {}
@@ -753,6 +855,9 @@ impl Session {
             self.stats.oversized_commands += 1;
             return;
         }
+        if p.cmd.refused {
+            return;
+        }
         let s = &mut self.stats;
         s.commands += 1;
         s.inline_commands += p.cmd.inline as u64;
@@ -776,4 +881,16 @@ impl Session {
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
     frame.nodes.first().is_some_and(|n| n.kind == Kind::Simple) && frame.tag() == Some(b"QUEUED")
+}
+
+/// Whether client bytes begin with a TLS record header: content type (handshake 0x16 as a connection opens;
+/// alert, change cipher spec or application data picked up mid-stream), version 3.x, a length a record can
+/// have. RESP begins with `*` and an inline command with a letter: neither is a control byte.
+fn is_tls_record(d: &[u8]) -> bool {
+    match d {
+        [t, 3, minor, rest @ ..] if (0x14..=0x17).contains(t) && *minor <= 4 => {
+            rest.len() < 2 || u16::from_be_bytes([rest[0], rest[1]]) <= (1 << 14) + 2048
+        }
+        _ => false,
+    }
 }

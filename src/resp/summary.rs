@@ -99,6 +99,14 @@ pub(crate) fn classify(args: ArgsView) -> Class {
     }
 }
 
+/// A command whose name was not kept (cut by a gap: it could be MULTI, EXEC, CLIENT, anything), or that may
+/// change how the connection replies (CLIENT REPLY, HELLO) with an argument saying how not kept: its class
+/// cannot be told, nor how the server answers what follows.
+pub(crate) fn mode_unknown(args: ArgsView) -> bool {
+    let name_is = |w: &[u8]| args.get(0).is_some_and(|a| a.eq_ignore_ascii_case(w));
+    args.is_elided(0) || ((name_is(b"CLIENT") || name_is(b"HELLO")) && (1..args.len()).any(|i| args.is_elided(i)))
+}
+
 /// A pub/sub frame, named by its first element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PubSub {

@@ -81,6 +81,8 @@ pub struct Got {
     pub reply_ts: Option<i64>,
     pub inline: bool,
     pub elided: u32,
+    /// Which arguments were not kept (they read as empty).
+    pub elided_at: Vec<bool>,
 }
 
 impl Got {
@@ -92,7 +94,13 @@ impl Got {
             reply_ts: c.reply_ts_ns,
             inline: c.inline,
             elided: c.elided_args,
+            elided_at: (0..c.args.len()).map(|i| c.args.is_elided(i)).collect(),
         }
+    }
+    /// Whether these are the arguments `sent`, but for those not kept.
+    pub fn args_match(&self, sent: &[Vec<u8>]) -> bool {
+        self.args.len() == sent.len()
+            && self.args.iter().zip(sent).enumerate().all(|(i, (a, b))| a == b || self.elided_at[i])
     }
     /// The arguments joined by spaces, lossily.
     pub fn line(&self) -> String {

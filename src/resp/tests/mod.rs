@@ -3,5 +3,6 @@
 mod frames;
 mod losses;
 mod pairing;
+mod planted;
 mod props;
 mod traffic;

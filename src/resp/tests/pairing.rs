@@ -178,6 +178,40 @@ fn subscribe_mode_resp2() {
     assert_eq!(r.session.stats().unpaired_replies, 0);
 }
 
+/// A connection already open when the capture starts, as a client-side-caching invalidation connection
+/// is: SUBSCRIBE, PINGs, then PSUBSCRIBE while pairing is still lost. Its confirmations (out-of-band frames)
+/// answer it, so pairing comes back at the next quiet turn instead of waiting forever for replies that
+/// already came.
+#[test]
+fn subscribe_then_psubscribe_on_a_connection_picked_up_mid_stream() {
+    let mut r = Run::with(Session::mid_stream(Limits::default()));
+    let pong = b"*2\r\n$4\r\npong\r\n$0\r\n\r\n";
+    r.req(1, &cmds("SUBSCRIBE __redis__:invalidate"));
+    r.rep(2, b"*3\r\n$9\r\nsubscribe\r\n$20\r\n__redis__:invalidate\r\n:1\r\n");
+    for t in [10, 20, 30] {
+        r.req(t, &cmds("PING")).rep(t + 1, pong);
+    }
+    // The request stream is trusted again from here (four commands confirmed in a row); PSUBSCRIBE's quiet
+    // start finds the reply stream's frame boundaries.
+    r.req(40, &cmds("PSUBSCRIBE p* q*"));
+    r.rep(41, b"*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:2\r\n*3\r\n$10\r\npsubscribe\r\n$2\r\nq*\r\n:3\r\n");
+    r.rep(45, b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$1\r\nk\r\n");
+    for t in [50, 60] {
+        r.req(t, &cmds("PING")).rep(t + 1, pong);
+    }
+    r.req(70, &cmds("UNSUBSCRIBE"));
+    r.rep(71, b"*3\r\n$11\r\nunsubscribe\r\n$20\r\n__redis__:invalidate\r\n:2\r\n");
+    r.req(80, &cmds("GET k")).rep(81, &bulk(b"abc"));
+    r.finish();
+    let pairs = r.pairs();
+    assert_eq!(pairs[5], (s("PING"), Owned::Array(vec![Some(4), Some(0)])));
+    assert_eq!(pairs[6], (s("PING"), Owned::Array(vec![Some(4), Some(0)])));
+    assert_eq!(pairs[7], (s("UNSUBSCRIBE"), Owned::Other));
+    // Still subscribed to two patterns: the GET's reply is an ordinary one.
+    assert_eq!(pairs[8], (s("GET k"), Owned::Bulk(3)));
+    assert_eq!(r.session.stats().pairing_resyncs, 1);
+}
+
 #[test]
 fn subscribe_mode_resp3() {
     let mut r = Run::new();
@@ -236,6 +270,56 @@ fn inline_commands() {
     assert!(r.got.iter().all(|g| g.inline));
     assert_eq!(r.got[2].args, [b"GET".to_vec(), b"x y".to_vec()]);
     assert_eq!(r.session.stats().inline_commands, 3);
+}
+
+/// Inline lines are split as Redis splits them (`sdssplitargs`: single quotes, quotes inside words), and a
+/// line Redis refuses (unbalanced quotes, an unknown command) is counted, keeps its place among the replies
+/// (Redis answers it with an error), and parsing goes on with the next line.
+#[test]
+fn inline_lines_split_as_redis_does_and_refused_ones_keep_their_reply() {
+    let mut r = Run::new();
+    let request = b"SET k 'it\\'s a b'\r\nGET \"unbalanced\r\nGET a\"b c\"\r\nNOTACOMMAND x\r\nGET k2\r\n";
+    r.req(1, request);
+    r.rep(2, b"+OK\r\n-ERR Protocol error: unbalanced quotes in request\r\n$1\r\nv\r\n-ERR unknown command\r\n$2\r\nvv\r\n");
+    r.finish();
+    assert_eq!(
+        r.pairs(),
+        [(s("SET k it's a b"), Owned::Simple), (s("GET ab c"), Owned::Bulk(1)), (s("GET k2"), Owned::Bulk(2))]
+    );
+    let st = r.session.stats();
+    assert_eq!((st.commands, st.inline_commands, st.refused_inline_lines, st.invalid_requests), (3, 3, 2, 0));
+    assert_eq!(st.unparsable_bytes, (b"GET \"unbalanced\r\n".len() + b"NOTACOMMAND x\r\n".len()) as u64);
+    assert_eq!((st.unknown_replies, st.unpaired_replies, st.request_resyncs), (0, 0, 0));
+}
+
+/// TLS on the Redis port used to come out as commands (its records read as inline lines), random bytes as
+/// thousands of them. A client that begins with a TLS record marks the connection encrypted; bytes that are
+/// neither RESP nor a known inline command are unparsable, never commands.
+#[test]
+fn tls_and_garbage_are_not_commands() {
+    let mut r = Run::new();
+    let mut hello = vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+    hello.extend((0..500u32).map(|i| (i * 7 + 13) as u8));
+    r.req(1, &hello).rep(2, &[0x16, 0x03, 0x03, 0x00, 0x7a, 0x02, b'\n', b'\r']);
+    r.req(3, b"\x17\x03\x03\x00\x20GET k\r\n").finish();
+    assert!(r.got.is_empty());
+    assert_eq!(r.session.stats().encrypted_connections, 1);
+
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let garbage: Vec<u8> = (0..20_000)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 24) as u8
+        })
+        .filter(|&b| b != b'*')
+        .collect();
+    let mut r = Run::new();
+    r.req(1, &garbage).finish();
+    let st = r.session.stats();
+    assert_eq!(st.commands, 0, "{:?}", r.pairs());
+    assert!(st.refused_inline_lines > 10 && st.unparsable_bytes > 1000);
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn expected(t: &Traffic) -> Vec<(Vec<Vec<u8>>, Owned)> {
 fn honest(t: &Traffic, got: &[Got]) -> Result<(), TestCaseError> {
     let mut j = 0;
     for g in got {
-        while j < t.ops.len() && t.ops[j].args != g.args {
+        while j < t.ops.len() && !g.args_match(&t.ops[j].args) {
             j += 1;
         }
         prop_assert!(j < t.ops.len(), "emitted a command never sent, or out of order: {}", g.line());
@@ -46,7 +46,7 @@ proptest! {
         seed: u64, batches in 1usize..40, max_chunk in 1usize..400, batch_wait: bool,
     ) {
         let t = generate(seed, batches);
-        let d = Delivery { max_chunk, batch_wait, interleave: false, loss_per_mille: 0, start: (0, 0) };
+        let d = Delivery { max_chunk, batch_wait, interleave: false, loss_per_mille: 0, lose_requests: true, start: (0, 0) };
         let out = deliver(&t, seed.rotate_left(7), d, Session::new(Limits::default()));
         let pairs: Vec<_> = out.got.iter().map(|g| (g.args.clone(), g.reply.clone())).collect();
         prop_assert_eq!(pairs, expected(&t));
@@ -67,7 +67,7 @@ proptest! {
         } else {
             Limits::default()
         };
-        let d = Delivery { max_chunk, batch_wait: true, interleave, loss_per_mille: loss, start: (0, 0) };
+        let d = Delivery { max_chunk, batch_wait: true, interleave, loss_per_mille: loss, lose_requests: true, start: (0, 0) };
         let out = deliver(&t, seed.rotate_left(13), d, Session::new(limits));
         honest(&t, &out.got)?;
         prop_assert_eq!(out.stats.commands, out.got.len() as u64);
@@ -80,7 +80,7 @@ proptest! {
     ) {
         let t = generate(seed, batches);
         let start = mid_stream_start(&t, at % batches, sending, into);
-        let d = Delivery { max_chunk, batch_wait: true, interleave: false, loss_per_mille: 0, start };
+        let d = Delivery { max_chunk, batch_wait: true, interleave: false, loss_per_mille: 0, lose_requests: true, start };
         let out = deliver(&t, seed.rotate_left(17), d, Session::mid_stream(Limits::default()));
         honest(&t, &out.got)?;
         prop_assert_eq!(out.stats.unknown_replies, unknowns(&out.got));
@@ -125,7 +125,7 @@ proptest! {
                 bytes[i] = rng.next() as u8;
             }
         }
-        let d = Delivery { max_chunk, batch_wait: false, interleave: false, loss_per_mille: 10, start: (0, 0) };
+        let d = Delivery { max_chunk, batch_wait: false, interleave: false, loss_per_mille: 10, lose_requests: true, start: (0, 0) };
         let out = deliver(&t, seed, d, Session::new(small_limits()));
         prop_assert!(out.peak_memory <= MEMORY_BOUND, "held {} bytes", out.peak_memory);
         prop_assert_eq!(out.stats.commands, out.got.len() as u64);
@@ -162,14 +162,23 @@ fn pairing_recovers_after_losses() {
     let (mut paired, mut commands, mut resyncs, mut mid_paired, mut mid_commands) = (0, 0, 0, 0, 0);
     for seed in 0..200u64 {
         let t = generate(seed, 40);
-        let d = Delivery { max_chunk: 200, batch_wait: true, interleave: false, loss_per_mille: 20, start: (0, 0) };
+        // Losses of the server's bytes only: after a loss of the client's (of unknown extent) pairing
+        // never resumes on that connection (`Session::commands_lost`).
+        let d = Delivery {
+            max_chunk: 200,
+            batch_wait: true,
+            interleave: false,
+            loss_per_mille: 20,
+            lose_requests: false,
+            start: (0, 0),
+        };
         let out = deliver(&t, seed, d, Session::new(Limits::default()));
         honest(&t, &out.got).unwrap();
         paired += out.stats.paired;
         commands += out.stats.commands;
         resyncs += out.stats.pairing_resyncs;
         let start = mid_stream_start(&t, 5, seed % 2 == 0, seed as usize * 7);
-        let d = Delivery { loss_per_mille: 0, start, ..d };
+        let d = Delivery { loss_per_mille: 0, lose_requests: true, start, ..d };
         let out = deliver(&t, seed, d, Session::mid_stream(Limits::default()));
         honest(&t, &out.got).unwrap();
         mid_paired += out.stats.paired;
@@ -180,3 +189,4 @@ fn pairing_recovers_after_losses() {
     assert!(paired * 10 > commands * 6, "{paired} of {commands} paired");
     assert!(mid_paired * 10 > mid_commands * 8, "{mid_paired} of {mid_commands} paired");
 }
+

@@ -258,6 +258,8 @@ pub struct Delivery {
     pub interleave: bool,
     /// Chance that a chunk is lost (reported as a gap), per mille.
     pub loss_per_mille: u32,
+    /// Losses may hit the client's bytes too (else only the server's).
+    pub lose_requests: bool,
     /// Offsets in (requests, replies) where the capture begins (a mid-stream start).
     pub start: (usize, usize),
 }
@@ -306,7 +308,7 @@ pub fn deliver(t: &Traffic, seed: u64, d: Delivery, mut session: Session) -> Out
         };
         let len = (1 + rng.below(d.max_chunk as u64) as usize).min(limit - *pos);
         clock += 1;
-        if rng.chance(d.loss_per_mille) {
+        if rng.chance(d.loss_per_mille) && (d.lose_requests || dir == Direction::Reply) {
             session.on_gap(dir, clock, len as u64, &mut |c| got.push(Got::of(c)));
         } else {
             session.on_data(dir, clock, &bytes[*pos..*pos + len], &mut |c| got.push(Got::of(c)));
