@@ -12,7 +12,8 @@ import argparse, json, subprocess, sys, time
 
 import numpy as np
 
-from common import add_common_options, libcachesim_run, machine, machine_line, rel, stream_files
+from common import (add_common_options, libcachesim_run, machine, machine_line, proc_status, rel, reset_hwm,
+                    stream_files)
 
 POINTS = 100
 MINI_POLICIES = ("wtinylfu", "s3fifo", "arc")
@@ -51,10 +52,12 @@ def worker(a):
         hits = run()
         print(json.dumps({"seconds": time.perf_counter() - t, "hits": hits}))
         return
+    reset_hwm()
+    rss = proc_status()["VmRSS"]
     t = time.perf_counter()
     sim.feed(keys)
     seconds = time.perf_counter() - t
-    out = {"seconds": seconds}
+    out = {"seconds": seconds, "peak_growth": proc_status()["VmHWM"] - rss}
     if a.worker == "lru":
         out["hits"] = sim.results()[0]["hits"]
     elif a.worker in ("exact", "shards"):
@@ -149,7 +152,11 @@ def main():
     ]
     for name, s in rows:
         print(f"{name:<58} {s:>8.2f}  {s / one['seconds']:>13.2f}x")
-    print(f"\nexact curve / one run, core: {exact['seconds'] / one['seconds']:.2f}x; whole command: "
+    unique = len(np.unique(np.load(a.stream)))
+    print(f"\nmemory (peak growth while feeding): one LRU run {one['peak_growth'] / 2**20:.0f} MiB; exact curve "
+          f"{exact['peak_growth'] / 2**20:.0f} MiB for {unique:,} unique keys = "
+          f"{exact['peak_growth'] / unique:.0f} bytes a unique key; SHARDS 1% {shards['peak_growth'] / 2**20:.0f} MiB")
+    print(f"exact curve / one run, core: {exact['seconds'] / one['seconds']:.2f}x; whole command: "
           f"{cmd_exact / cmd_one:.2f}x (target < 3x)")
     print(f"exact curve vs libcachesim's 100 runs: {lib_each * len(caps) / exact['seconds']:.1f}x faster "
           f"(libcachesim equal to the curve at the {len(picks)} capacities timed)")

@@ -5,6 +5,7 @@
 pub mod capture;
 pub mod curve;
 pub mod error;
+pub mod fleet;
 pub mod hash;
 pub mod net;
 pub mod parse;

@@ -284,6 +284,7 @@ impl Simulation {
             refreshes,
             restarts_at,
             restart_every_ns,
+            restart_phase_ns: 0,
         };
         let future = future.map(|f| f.as_slice().map(Arc::from)).transpose()?;
         Ok(Simulation { inner: sim::Simulation::new(&specs, opts, future).map_err(value_err)? })
@@ -335,6 +336,42 @@ impl Simulation {
         let mut params: Vec<(String, f64)> = params.into_iter().collect();
         params.sort_by(|a, b| a.0.cmp(&b.0));
         self.inner.add_minisim(policy, &capacities, unit, &params, rate, samples).map_err(value_err)
+    }
+
+    /// Adds a fleet of `pods` caches of `policy` at `capacity` each (bytes when `entry_overhead` is given),
+    /// routed by `route` (`random`, `round-robin`, `entity`); with `rolling` (every_ns, over_ns), a rolling
+    /// restart of the pods every `every_ns`, from the first pod to the last over `over_ns`.
+    #[pyo3(signature = (policy, capacity, pods, route, entry_overhead=None, params=HashMap::new(), seed=0,
+                        rolling=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_fleet(&mut self, policy: &str, capacity: u64, pods: u32, route: &str, entry_overhead: Option<u32>,
+                 params: HashMap<String, f64>, seed: u64, rolling: Option<(i64, i64)>) -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        let mut params: Vec<(String, f64)> = params.into_iter().collect();
+        params.sort_by(|a, b| a.0.cmp(&b.0));
+        let route = crate::fleet::Route::parse(route, seed).map_err(value_err)?;
+        self.inner.add_fleet(policy, capacity, unit, &params, pods, route, rolling).map_err(value_err)
+    }
+
+    /// One dict per fleet: `policy`, `capacity`, `route`, `pods`, `per_pod` (one dict of counters per pod, with
+    /// `resident` and `restart_times`) and `window_hits`, the fleet's hits per timeline window.
+    fn fleets<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.inner
+            .fleets()
+            .iter()
+            .map(|f| {
+                let d = PyDict::new(py);
+                d.set_item("policy", f.policy.as_str())?;
+                d.set_item("capacity", f.capacity)?;
+                d.set_item("route", f.route().name())?;
+                d.set_item("pods", f.pods().len())?;
+                d.set_item("rolling", f.rolls())?;
+                let per_pod = f.pods().iter().map(|r| run_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
+                d.set_item("per_pod", per_pod)?;
+                d.set_item("window_hits", f.window_hits().into_pyarray(py))?;
+                Ok(d)
+            })
+            .collect()
     }
 
     /// Adds an exact LRU curve at `capacities`: in entries, or in bytes when `entry_overhead` is given (each

@@ -41,6 +41,18 @@ def build_parser(prog: str) -> Parser:
                         help="SHARDS with a fixed-size sample of at most N keys (memory bounded whatever the trace)")
     curves.add_argument("--salts", type=int, default=4, metavar="K",
                         help="samples per sampled curve; their spread is the error band (default 4)")
+    fleet = p.add_argument_group(
+        "fleets", "the pods a service runs, each with its own cache of the capacity given (per pod)")
+    fleet.add_argument("--pods", metavar="N[,N...]",
+                       help="simulate each cache as a fleet of N pods (a comma list sweeps pod counts)")
+    fleet.add_argument("--route", default="random", metavar="ROUTE[,ROUTE...]",
+                       help="how requests reach pods: random or round-robin (replicated pods behind a load "
+                            "balancer: each command goes to one pod), entity (sharded: each Redis key has one "
+                            "owner pod, by consistent hashing); default random")
+    fleet.add_argument("--rolling-restart-every", metavar="DURATION",
+                       help="a rolling deployment this often (6h): the pods restart one after another")
+    fleet.add_argument("--rolling-over", default="20m", metavar="DURATION",
+                       help="how long a rolling deployment takes from the first pod to the last (default 20m)")
     p.add_argument("--format", choices=FORMATS, help="trace format (default: from the extension or the content)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
@@ -106,6 +118,10 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         sample=args.sample,
         sample_keys=args.sample_keys,
         salts=args.salts,
+        pods=args.pods,
+        route=args.route,
+        rolling_restart_every=args.rolling_restart_every,
+        rolling_over=args.rolling_over,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if args.timeline:
@@ -150,7 +166,10 @@ def format_summary(result) -> str:
     columns = _columns(result)
     lines.append("  ".join(f"{name:>{width}}" if i else f"{name:<{width}}" for i, (name, width, _) in enumerate(columns)))
     for row in result.summary.to_dict("records"):
-        lines.append(_format_row(columns, row, label(row["policy"], row["capacity"], row["capacity_unit"])))
+        name = label(row["policy"], row["capacity"], row["capacity_unit"])
+        if "pods" in row:
+            name += f" x{row['pods']} {row['route']}"
+        lines.append(_format_row(columns, row, name))
     lines.append(_format_row(columns, result.infinite, "infinite (bound)"))
     lines.extend(format_curves(result))
     lines.append("")
@@ -158,6 +177,9 @@ def format_summary(result) -> str:
     if any(name == "cmds served" for name, _, _ in columns):
         lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache: "
                      "Redis round trips saved.")
+    if "pods" in result.summary:
+        lines.append("x N ROUTE = a fleet of N pods, each with a cache of that capacity; pods min/med/max = the "
+                     "spread of the pods' hit rates; imbalance = the busiest pod's lookups over the mean.")
     if any(name == "warm-up" for name, _, _ in columns):
         lines.append("warm-up / recovery = time until the hit rate over a window is within 5% of the steady rate.")
     return "\n".join(lines)
@@ -222,13 +244,18 @@ def _missing(x) -> bool:
 def _columns(result):
     """(header, width, cell formatter) for each column worth showing for this result."""
     s = result.summary
-    cols = [("cache", 22, lambda r, name: name),
+    cols = [("cache", 30 if "pods" in s else 22, lambda r, name: name),
             ("hits", 12, lambda r, _: f"{r['hits']:,}"),
             ("hit rate", 8, lambda r, _: f"{r['hit_rate']:.2%}")]
     if "byte_hit_rate" in s:
         cols.append(("byte hit rate", 13, lambda r, _: _pct(r.get("byte_hit_rate"))))
     if result.trace.commands != result.trace.lookups:
         cols.append(("cmds served", 11, lambda r, _: _pct(r.get("command_hit_rate"))))
+    if "pods" in s:
+        cols.append(("pods min/med/max", 22, lambda r, _: "" if "pods" not in r else
+                     f"{r['pod_hit_rate_min']:.1%}/{r['pod_hit_rate_median']:.1%}/{r['pod_hit_rate_max']:.1%}"))
+        cols.append(("imbalance", 9, lambda r, _: "" if "pods" not in r else f"{r['load_imbalance']:.2f}"))
+        cols.append(("fleet memory", 12, lambda r, _: "" if "pods" not in r else _fleet_memory(r)))
     for key, header in (("evictions", "evictions"), ("invalidations", "invalidated"),
                         ("refresh_evictions", "refreshed"), ("expirations", "expired"),
                         ("stale_reads", "stale reads"), ("uncacheable", "not cacheable")):
@@ -239,6 +266,12 @@ def _columns(result):
     if "recovery_s" in s and s["restarts"].max() > 0:
         cols.append(("recovery", 9, lambda r, _: _duration(r.get("recovery_s"))))
     return cols
+
+
+def _fleet_memory(row) -> str:
+    if row["capacity_unit"] == "bytes":
+        return human_bytes(row["fleet_capacity_bytes"])
+    return f"{approx_count(row['fleet_capacity_entries'])} entries"
 
 
 def _format_row(columns, row, name) -> str:

@@ -11,6 +11,7 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import parse_capacities
+from cachescope.simulate.fleet import parse_pods, parse_routes
 from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, curve_capacities as curve_capacities_of,
                                        minisim_capacities, parse_curve_policies, parse_sample)
 from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
@@ -44,6 +45,10 @@ def simulate_trace(
     sample=None,
     sample_keys: int | None = None,
     salts: int = DEFAULT_SALTS,
+    pods=None,
+    route="random",
+    rolling_restart_every=None,
+    rolling_over="20m",
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -70,6 +75,10 @@ def simulate_trace(
       curve is exact; with `sample` (`"1%"`) or `sample_keys` (a fixed sample size) it is estimated by SHARDS,
       and every other policy's by miniature simulations (1% of the keys unless `sample` says otherwise), each
       over `salts` samples whose spread gives the error band.
+    - `pods` (`8` or `"8,16,32"`) and `route` (`"random"`, `"round-robin"`, `"entity"`, or a comma list): every
+      policy and capacity runs as a fleet of that many pods, the capacity per pod (fleet.py says what each
+      route assumes); `rolling_restart_every` (`"6h"`) restarts the pods one after another over
+      `rolling_over` (`"20m"`), as a rolling deployment does.
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
@@ -78,7 +87,20 @@ def simulate_trace(
     if targets and not curve_policies:
         raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
     runs = _requested_runs(capacities, required=not curve_policies)
-    policy_params = _policy_params(params or {}, {name for name, _ in runs} | set(curve_policies))
+    # One pod is one cache whatever the route: it runs once.
+    fleets = [] if pods is None else [(p, c, n, r) for p, c in runs for n in parse_pods(pods)
+                                      for r in parse_routes(route)[: None if n > 1 else 1]]
+    if fleets:
+        runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
+    rolling = None
+    if rolling_restart_every is not None:
+        if restart_every is not None:
+            raise UsageError("give --restart-every (every pod at once) or --rolling-restart-every, not both")
+        if not fleets:
+            raise UsageError("a rolling restart rolls across pods: give --pods as well")
+        rolling = (opt.parse_duration(rolling_restart_every), opt.parse_duration(rolling_over))
+    policy_params = _policy_params(params or {}, {name for name, _ in runs} | {f[0] for f in fleets}
+                                   | set(curve_policies))
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
     if writes not in opt.WRITE_MODES:
@@ -104,12 +126,16 @@ def simulate_trace(
             restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
             future=future,
         )
+        for policy, cap, n, r in fleets:
+            sim.add_fleet(policy, cap.value, n, r, entry_overhead if cap.unit == "bytes" else None,
+                          policy_params.get(policy, {}), 0, rolling)
         _add_curves(sim, curve_policies, curve_capacities, curve_caps, curve_unit,
                     entry_overhead if curve_unit == "bytes" else None, parse_sample(sample), sample_keys, salts,
                     policy_params)
     except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
         raise UsageError(str(e)) from None
-    needs_sizes = any(c.unit == "bytes" for _, c in runs) or curve_unit == "bytes"
+    needs_sizes = any(c.unit == "bytes" for _, c in runs) or any(f[1].unit == "bytes" for f in fleets) \
+        or curve_unit == "bytes"
     first_ts = None
     with _progress_bar(source, progress) as bar:
         for batch in source.batches():
@@ -122,7 +148,8 @@ def simulate_trace(
             except ValueError as e:
                 raise TraceFormatError(f"{source.path}: {e}") from None
             bar.update(source.bytes_read - bar.n)
-    result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params)
+    result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
+                                              [f[1].unit for f in fleets])
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     return result

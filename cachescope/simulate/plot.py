@@ -21,6 +21,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
         ax = Figure(figsize=(10, 5.5), dpi=120).subplots()
     fig = ax.figure
     units = dict(enumerate(result.summary["capacity_unit"]))
+    fleets = dict(enumerate(zip(result.summary["pods"], result.summary["route"]))) if "pods" in result.summary else {}
     for index, run in tl.groupby("run", sort=True):
         policy, capacity = run["policy"].iloc[0], run["capacity"].iloc[0]
         final = run["cumulative_hit_rate"].iloc[-1] * 100
@@ -28,7 +29,8 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
         ax.plot(
             run[x_col] / x_scale,
             run["hit_rate"] * 100,
-            label=f"{'infinite (bound)' if is_bound else label(policy, capacity, units[index])}: {final:.1f}% overall",
+            label=f"{'infinite (bound)' if is_bound else _name(policy, capacity, units[index], fleets.get(index))}: "
+                  f"{final:.1f}% overall",
             color="0.45" if is_bound else None,
             linestyle="--" if is_bound else "-",
             linewidth=1.2 if is_bound else 1.6,
@@ -50,11 +52,19 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     return fig
 
 
+def _name(policy, capacity, unit, fleet) -> str:
+    name = label(policy, capacity, unit)
+    return name if fleet is None else f"{name} x{fleet[0]} pods, {fleet[1]}"
+
+
 def _restart_offsets(result, x_scale):
-    """Where the caches restarted, on the time axis (a dotted line each)."""
+    """Where the caches restarted, or a rolling deployment began, on the time axis (a dotted line each)."""
     if not result.has_clock or "restarts" not in result.summary or not len(result.summary):
         return []
-    return [(t - result.first_ts) / 1e9 / x_scale for t in result.restart_times]
+    times = set(result.restart_times)
+    if "deploy_times" in result.summary:
+        times |= {t for ts in result.summary["deploy_times"] if isinstance(ts, list) for t in ts}
+    return [(t - result.first_ts) / 1e9 / x_scale for t in sorted(times)]
 
 
 def _x_axis(result):

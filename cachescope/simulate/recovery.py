@@ -16,10 +16,12 @@ RECOVERY_FRACTION = 0.95
 
 def recovery_columns(timeline: pd.DataFrame, summary: pd.DataFrame, first_ts: int, restarts: list[int]) -> pd.DataFrame:
     """steady_hit_rate, warmup_s (from the trace's start) and recovery_s (mean over restarts; NaN without
-    restarts or when the cache never recovered) for each summary row."""
-    starts = np.array([first_ts, *restarts], dtype=np.int64)
+    restarts or when the cache never recovered) for each summary row. A row with `deploy_times` of its own (a
+    fleet's rolling restarts: when each one began) recovers from those instead."""
     rows = []
     for index in range(len(summary)):
+        own = summary["deploy_times"].iloc[index] if "deploy_times" in summary else None
+        starts = np.array([first_ts, *(own if isinstance(own, list) and own else restarts)], dtype=np.int64)
         run = timeline[timeline["run"] == index]
         times = run["ts_ns"].to_numpy(dtype=np.int64)
         rates = run["hit_rate"].to_numpy(dtype=float)

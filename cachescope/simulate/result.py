@@ -42,13 +42,21 @@ class SimulationResult:
 
     @classmethod
     def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
-                        params: dict | None = None) -> "SimulationResult":
+                        params: dict | None = None, fleet_units: list[str] = ()) -> "SimulationResult":
+        """Rows for the single runs (`runs`: (policy, Capacity)), then for the fleets (`fleet_units`: each
+        fleet's capacity unit), then the infinite bound apart."""
+        from cachescope.simulate.fleet import fleet_columns, fleet_totals
+
         native = sim.results()
         bound = native.pop()  # the infinite cache is always the last run
         rows = [_summary_row(r, cap.unit) for r, (_, cap) in zip(native, runs)]
+        fleets = sim.fleets()
+        rows += [{**_summary_row(fleet_totals(f), unit), **fleet_columns(f, unit)} for f, unit in zip(fleets, fleet_units)]
         infinite = {k: v for k, v in _summary_row(bound, "entries").items()
                     if k in ("lookups", "hits", "misses", "hit_rate", "command_hit_rate")}
         ends, ts, hits = sim.timeline()
+        if fleets:
+            hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
         timeline = _timeline_frame(rows + [dict(bound, policy=INFINITE.name)], ends, ts, hits, first_ts)
         summary = pd.DataFrame(rows)
         restarts = list(bound["restart_times"])  # the same for every run

@@ -9,7 +9,7 @@
 use super::sample::Slices;
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
-use crate::sim::{Counters, Membership, Run};
+use crate::sim::{Columns, Counters, Membership, Run};
 
 pub struct MiniSim {
     pub policy: String,
@@ -73,44 +73,4 @@ impl MiniSim {
 
 fn scaled(capacity: u64, rate: f64) -> u64 {
     ((capacity as f64 * rate).round() as u64).max(1)
-}
-
-/// The columns of the events kept by a filter, owned.
-#[derive(Default)]
-struct Columns {
-    keys: Vec<u64>,
-    ops: Vec<u8>,
-    entities: Vec<u64>,
-    fields: Vec<u64>,
-    value_sizes: Vec<u32>,
-    key_bytes: Vec<u32>,
-    reqs: Vec<u64>,
-    ts_ns: Vec<i64>,
-}
-
-impl Columns {
-    fn push(&mut self, ev: &Events, i: usize) {
-        self.keys.push(ev.keys[i]);
-        if let Some(x) = ev.ops { self.ops.push(x[i]) }
-        if let Some(x) = ev.entities { self.entities.push(x[i]) }
-        if let Some(x) = ev.fields { self.fields.push(x[i]) }
-        if let Some(x) = ev.value_sizes { self.value_sizes.push(x[i]) }
-        if let Some(x) = ev.key_bytes { self.key_bytes.push(x[i]) }
-        if let Some(x) = ev.reqs { self.reqs.push(x[i]) }
-        if let Some(x) = ev.ts_ns { self.ts_ns.push(x[i]) }
-    }
-
-    /// The kept events, with the same columns as `like` has.
-    fn events<'a>(&'a self, like: &Events) -> Events<'a> {
-        Events {
-            keys: &self.keys,
-            ops: like.ops.map(|_| &self.ops[..]),
-            entities: like.entities.map(|_| &self.entities[..]),
-            fields: like.fields.map(|_| &self.fields[..]),
-            value_sizes: like.value_sizes.map(|_| &self.value_sizes[..]),
-            key_bytes: like.key_bytes.map(|_| &self.key_bytes[..]),
-            reqs: like.reqs.map(|_| &self.reqs[..]),
-            ts_ns: like.ts_ns.map(|_| &self.ts_ns[..]),
-        }
-    }
 }

@@ -5,11 +5,13 @@
 //! last W lookups" and the cumulative hit rate both follow from these counts. Runs are independent, so a
 //! batch is handed to one thread per run.
 
+mod columns;
 pub mod events;
 mod membership;
 pub mod options;
 mod run;
 
+pub use columns::Columns;
 pub use events::Events;
 pub use options::{Options, Unit, WriteMode};
 pub use run::{Counters, Run};
@@ -21,6 +23,7 @@ use std::sync::Arc;
 use crate::hash::KeySet;
 use crate::trace::reader::OP_READ;
 use crate::curve::{Curve, LruCurve, MiniSim, Shards};
+use crate::fleet::{Fleet, Route};
 
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
 #[derive(Clone, Debug)]
@@ -41,6 +44,8 @@ pub struct Simulation {
     runs: Vec<Run>,
     /// Curves (exact, SHARDS, miniature simulations), fed the same events as the runs.
     curves: Vec<Curve>,
+    /// Fleets of pods, fed the same events.
+    fleets: Vec<Fleet>,
     opts: Options,
     members: Membership,
     /// Unique read keys, counted when a run's resident set no longer tells (restarts, TTL, invalidation).
@@ -77,6 +82,7 @@ impl Simulation {
         Ok(Simulation {
             runs,
             curves: Vec::new(),
+            fleets: Vec::new(),
             opts,
             members,
             unique_reads: None,
@@ -126,9 +132,22 @@ impl Simulation {
         Ok(())
     }
 
+    /// Adds a fleet of `pods` caches of `policy` at `capacity` each, routed by `route`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_fleet(&mut self, policy: &str, capacity: u64, unit: Unit, params: &[(String, f64)], pods: u32,
+                     route: Route, rolling: Option<(i64, i64)>) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.fleets.push(Fleet::new(policy, capacity, unit, params, pods, route, &self.opts, rolling)?);
+        Ok(())
+    }
+
+    pub fn fleets(&self) -> &[Fleet] {
+        &self.fleets
+    }
+
     fn check_curve_can_start(&self) -> Result<(), String> {
         if self.lookups > 0 {
-            return Err("curves must be added before the first batch".into());
+            return Err("curves and fleets must be added before the first batch".into());
         }
         Ok(())
     }
@@ -155,7 +174,7 @@ impl Simulation {
             Some(had) if had != clocked => return Err("some batches have timestamps and some do not".into()),
             _ => {}
         }
-        if !clocked && self.opts.needs_clock() {
+        if !clocked && (self.opts.needs_clock() || self.fleets.iter().any(Fleet::rolls)) {
             return Err("TTL, refresh schedules and restarts need a trace with timestamps".into());
         }
         if let Some(ts) = ev.ts_ns {
@@ -183,7 +202,8 @@ impl Simulation {
             }
         };
         let trace_curve = |curve: &mut Curve| curve.process(ev, members, opts, first_ts);
-        if self.runs.len() + self.curves.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
+        let feed_fleet = |fleet: &mut Fleet| fleet.process(ev, members, first_ts);
+        if self.runs.len() + self.curves.len() + self.fleets.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 for run in self.runs.iter_mut() {
                     s.spawn(move || process(run));
@@ -191,10 +211,14 @@ impl Simulation {
                 for curve in self.curves.iter_mut() {
                     s.spawn(move || trace_curve(curve));
                 }
+                for fleet in self.fleets.iter_mut() {
+                    s.spawn(move || feed_fleet(fleet));
+                }
             });
         } else {
             self.runs.iter_mut().for_each(process);
             self.curves.iter_mut().for_each(trace_curve);
+            self.fleets.iter_mut().for_each(feed_fleet);
         }
         Ok(())
     }

@@ -38,6 +38,9 @@ pub struct Options {
     pub restarts_at: Vec<i64>,
     /// Restart every this long, counted from the first lookup's time.
     pub restart_every_ns: Option<i64>,
+    /// The periodic restarts come this long after each multiple of `restart_every_ns` (a pod's place in a
+    /// rolling restart; 0 for a single cache).
+    pub restart_phase_ns: i64,
 }
 
 impl Options {
@@ -50,6 +53,7 @@ impl Options {
             refreshes: Vec::new(),
             restarts_at: Vec::new(),
             restart_every_ns: None,
+            restart_phase_ns: 0,
         }
     }
 

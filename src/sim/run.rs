@@ -198,8 +198,9 @@ pub(crate) fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i
     let after = last.or(first_ts)?;
     let explicit = opts.restarts_at.iter().copied().find(|&r| r > after);
     let periodic = opts.restart_every_ns.zip(first_ts).map(|(every, first)| {
-        let k = (after - first).div_euclid(every) + 1;
-        first + k * every
+        let phase = opts.restart_phase_ns;
+        let k = ((after - first - phase).div_euclid(every) + 1).max(1);
+        first + phase + k * every
     });
     explicit.into_iter().chain(periodic).min()
 }

@@ -1,0 +1,143 @@
+//! A fleet of pods, each with its own cache (one `Run`), fed by a router.
+//!
+//! Reads go to the pod the route picks; writes and deletes reach every pod, as a service's invalidation
+//! message or a shared TTL does (a pod that never cached the key does nothing with it). The fleet's timeline
+//! counts windows of the fleet's lookups: each batch is cut at the window boundaries before it is shared out,
+//! so the hits of a window are the sum of what every pod hit in it.
+
+use super::route::{Route, Router};
+use crate::sim::events::Events;
+use crate::sim::options::{Options, Unit};
+use crate::sim::{Columns, Counters, Membership, Run};
+use crate::trace::reader::OP_READ;
+
+pub struct Fleet {
+    pub policy: String,
+    pub capacity: u64,
+    pub unit: Unit,
+    router: Router,
+    pods: Vec<Run>,
+    /// Each pod's options: the fleet's, with its own phase of a rolling restart.
+    pod_opts: Vec<Options>,
+    window: u64,
+    window_hits: Vec<u64>,
+    open_hits: u64,
+    open_lookups: u64,
+    scratch: Vec<Columns>,
+}
+
+impl Fleet {
+    /// `pods` caches of `capacity` each. `rolling`, (every, over): a rolling deployment every `every` ns, pod
+    /// p restarting `p / pods` of `over` after pod 0, as Kubernetes replaces pods one after another. Only the
+    /// fleet's pods roll: the simulation's other runs, and its infinite bound, do not restart for it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(policy: &str, capacity: u64, unit: Unit, params: &[(String, f64)], pods: u32, route: Route,
+               opts: &Options, rolling: Option<(i64, i64)>) -> Result<Fleet, String> {
+        if pods == 0 {
+            return Err("a fleet needs at least one pod".into());
+        }
+        if let Some((every, over)) = rolling {
+            if opts.restart_every_ns.is_some() {
+                return Err("a fleet restarts either every pod at once or one after another, not both".into());
+            }
+            if every <= 0 || over < 0 || over >= every {
+                return Err("a rolling restart must take less time than the interval between restarts".into());
+            }
+        }
+        let runs = (0..pods).map(|_| Run::new(policy, capacity, unit, params, None)).collect::<Result<Vec<_>, _>>()?;
+        let pod_opts = (0..pods)
+            .map(|p| {
+                let mut o = opts.clone();
+                if let Some((every, over)) = rolling {
+                    o.restart_every_ns = Some(every);
+                    o.restart_phase_ns = (i128::from(over) * i128::from(p) / i128::from(pods)) as i64;
+                }
+                o
+            })
+            .collect();
+        Ok(Fleet {
+            policy: policy.to_string(),
+            capacity,
+            unit,
+            router: Router::new(route, pods),
+            pods: runs,
+            pod_opts,
+            window: opts.window,
+            window_hits: Vec::new(),
+            open_hits: 0,
+            open_lookups: 0,
+            scratch: (0..pods).map(|_| Columns::default()).collect(),
+        })
+    }
+
+    /// Whether its pods restart one after another (which needs the trace's clock).
+    pub fn rolls(&self) -> bool {
+        self.pod_opts.iter().any(|o| o.restart_every_ns.is_some())
+    }
+
+    pub fn route(&self) -> Route {
+        self.router.route
+    }
+
+    pub fn pods(&self) -> &[Run] {
+        &self.pods
+    }
+
+    pub fn process(&mut self, ev: &Events, members: &Membership, first_ts: Option<i64>) {
+        let mut start = 0;
+        while start < ev.len() {
+            // The events up to the end of the open window.
+            let room = self.window - self.open_lookups;
+            let (mut end, mut reads) = (start, 0u64);
+            while end < ev.len() && reads < room {
+                reads += u64::from(ev.op(end) == OP_READ);
+                end += 1;
+            }
+            self.open_hits += self.share_out(ev, start, end, members, first_ts);
+            self.open_lookups += reads;
+            if self.open_lookups == self.window {
+                self.window_hits.push(self.open_hits);
+                self.open_hits = 0;
+                self.open_lookups = 0;
+            }
+            start = end;
+        }
+    }
+
+    /// Hands events `start..end` to their pods; returns the hits they made.
+    fn share_out(&mut self, ev: &Events, start: usize, end: usize, members: &Membership, first_ts: Option<i64>) -> u64 {
+        for i in start..end {
+            if ev.op(i) == OP_READ {
+                let pod = self.router.pod(ev, i) as usize;
+                self.scratch[pod].push(ev, i);
+            } else {
+                self.scratch.iter_mut().for_each(|c| c.push(ev, i));
+            }
+        }
+        let mut hits = 0;
+        for ((run, columns), opts) in self.pods.iter_mut().zip(&mut self.scratch).zip(&self.pod_opts) {
+            if columns.is_empty() {
+                continue;
+            }
+            let before = run.hits();
+            run.process(&columns.events(ev), members, opts, first_ts);
+            hits += run.hits() - before;
+            columns.clear();
+        }
+        hits
+    }
+
+    /// Each pod's counters.
+    pub fn counters(&self) -> Vec<Counters> {
+        self.pods.iter().map(Run::counters).collect()
+    }
+
+    /// The fleet's hits per window of `window` fleet lookups, the open window's included if it has lookups.
+    pub fn window_hits(&self) -> Vec<u64> {
+        let mut h = self.window_hits.clone();
+        if self.open_lookups > 0 {
+            h.push(self.open_hits);
+        }
+        h
+    }
+}

@@ -1,0 +1,114 @@
+"""Fleets of pods against what they must equal: one pod is the single cache, the pods' lookups add up to the
+trace's, round-robin pods are LRUs over their own share of the commands, sharded pods hold each key once, and
+rolling restarts restart each pod at its own time."""
+
+import json
+from collections import OrderedDict
+
+import pytest
+
+import cachescope
+from cachescope.simulate.registry import POLICIES
+from conftest import run_cli
+from test_semantics import random_events, write_parquet
+
+FLEET_POLICIES = [name for name in POLICIES if name != "belady"]
+
+
+@pytest.fixture
+def trace(tmp):
+    events = random_events(3, n_commands=1500)
+    write_parquet(events, tmp / "t.parquet")
+    return str(tmp / "t.parquet"), events
+
+
+def kw(policy):
+    return POLICIES[policy].keyword
+
+
+@pytest.mark.parametrize("policy", FLEET_POLICIES)
+def test_one_pod_is_the_single_cache(trace, policy):
+    path, _ = trace
+    single = cachescope.simulate_trace(path, writes="invalidate", **{kw(policy): [20, 40]}).summary
+    fleet = cachescope.simulate_trace(path, writes="invalidate", pods=1, route="entity", **{kw(policy): [20, 40]}).summary
+    columns = ["capacity", "lookups", "hits", "round_trips_saved", "evictions", "invalidations", "resident"]
+    assert fleet[columns].to_dict("records") == single[columns].to_dict("records")
+    assert list(fleet["pods"]) == [1, 1]
+
+
+@pytest.mark.parametrize("route", ["random", "round-robin", "entity"])
+def test_the_pods_lookups_add_up_to_the_fleets(trace, route):
+    path, _ = trace
+    result = cachescope.simulate_trace(path, lru=[10], pods="3,7", route=route)
+    for row in result.summary.to_dict("records"):
+        assert sum(p["lookups"] for p in row["per_pod"]) == row["lookups"] == result.trace.lookups
+        assert sum(p["hits"] for p in row["per_pod"]) == row["hits"]
+        assert row["pod_hit_rate_min"] <= row["hit_rate"] <= row["pod_hit_rate_max"] or row["pods"] == 1
+        assert row["load_imbalance"] >= 1 and row["fleet_capacity_entries"] == row["pods"] * 10
+
+
+def test_round_robin_pods_are_lrus_over_their_own_commands(trace):
+    path, events = trace
+    pods, capacity = 4, 6
+    caches = [OrderedDict() for _ in range(pods)]
+    hits = [0] * pods
+    owner, turn = {}, 0
+    for e in events:
+        if e.op != "read":
+            continue
+        if e.req not in owner:
+            owner[e.req], turn = turn, (turn + 1) % pods
+        cache, key = caches[owner[e.req]], (e.entity, e.field)
+        if key in cache:
+            cache.move_to_end(key)
+            hits[owner[e.req]] += 1
+        else:
+            cache[key] = None
+            if len(cache) > capacity:
+                cache.popitem(last=False)
+    result = cachescope.simulate_trace(path, lru=[capacity], pods=pods, route="round-robin")
+    assert [p["hits"] for p in result.summary["per_pod"][0]] == hits
+
+
+def test_sharded_pods_hold_each_key_once_and_replicated_ones_once_per_pod(trace):
+    path, events = trace
+    big = 10_000  # above the unique keys: only first references miss
+    result = cachescope.simulate_trace(path, lru=[big], pods=5, route="random,entity")
+    rows = {r["route"]: r for r in result.summary.to_dict("records")}
+    assert rows["entity"]["misses"] == result.unique_keys
+    # Replicated: a key misses once in every pod that sees it, more than once in all.
+    assert rows["random"]["misses"] == sum(p["lookups"] - p["hits"] for p in rows["random"]["per_pod"])
+    assert rows["random"]["misses"] > result.unique_keys
+    assert rows["entity"]["hit_rate"] == result.infinite["hit_rate"]
+
+
+def test_a_rolling_restart_restarts_each_pod_at_its_own_time(trace):
+    path, events = trace
+    span_s = (events[-1].ts - events[0].ts) / 1e9
+    every = f"{int(span_s // 4)}s"
+    result = cachescope.simulate_trace(path, lru=[30], pods=4, route="entity", rolling_restart_every=every,
+                                       rolling_over=f"{int(span_s // 8)}s")
+    row = result.summary.to_dict("records")[0]
+    assert row["restarts"] >= 4 * 3 and len(row["deploy_times"]) >= 3
+    at_once = cachescope.simulate_trace(path, lru=[30], pods=4, route="entity", restart_every=every)
+    # Rolling loses less at each deploy than restarting every pod at once, and the bound does not restart.
+    assert row["hits"] > at_once.summary["hits"][0]
+    assert result.infinite["hits"] == cachescope.simulate_trace(path, lru=[30]).infinite["hits"]
+
+
+def test_the_command_line_reports_a_fleet(trace, tmp):
+    path, _ = trace
+    out = run_cli("simulate.py", path, "--lru", "10,40", "--pods", "2,8", "--route", "random,entity", "--json",
+                  check_rc=0).stdout
+    results = json.loads(out)["results"]
+    assert {(r["capacity"], r["pods"], r["route"]) for r in results} == {
+        (c, n, r) for c in (10, 40) for n in (2, 8) for r in ("random", "entity")}
+    assert all(len(r["per_pod"]) == r["pods"] and {"pod", "lookups", "hits", "hit_rate"} <= set(r["per_pod"][0])
+               for r in results)
+    text = run_cli("simulate.py", path, "--lru", "10", "--pods", "8", "--route", "entity", "--plot",
+                   tmp / "fleet.png", check_rc=0).stdout
+    assert "LRU 10 x8 entity" in text and "imbalance" in text
+    bad = run_cli("simulate.py", path, "--lru", "10", "--pods", "8", "--route", "sideways")
+    assert bad.returncode == 2 and "unknown route 'sideways'" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_cli("simulate.py", path, "--lru", "10", "--rolling-restart-every", "1h")
+    assert bad.returncode == 2 and "give --pods" in bad.stderr
