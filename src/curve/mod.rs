@@ -4,6 +4,7 @@
 //! any policy's, by miniature simulations of scaled-down caches over the same kind of sample.
 
 mod fenwick;
+mod marks;
 pub mod lru;
 pub mod minisim;
 pub mod sample;

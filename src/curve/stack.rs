@@ -30,33 +30,22 @@
 
 use std::collections::BTreeSet;
 
-use super::fenwick::Fenwick;
+use super::marks::Marks;
 use crate::hash::KeyMap;
 
 const MIN_SLOTS: usize = 1024;
-
-/// One lookup's place in the stack: a key's last use, a hole left by an invalidation, or neither any more.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Dead,
-    Live,
-    Hole,
-}
-
-#[derive(Clone, Copy)]
-struct Slot {
-    key: u64,
-    weight: u32,
-    state: State,
-}
 
 pub struct Stack {
     bytes: bool,
     /// key -> the position of its last use.
     last: KeyMap<u32>,
-    slots: Vec<Slot>,
+    /// The key used at each position (written once, in order: a position is a key's last use while its mark
+    /// is set and it is not a hole).
+    keys_at: Vec<u64>,
+    /// The weight of each position (bytes only: an entry counts 1).
+    weights: Vec<u32>,
     /// Marks: 1 at every live or hole position (entries), or its weight (bytes).
-    marks: Fenwick,
+    marks: Marks,
     /// Positions of the holes; the largest is the shallowest.
     holes: BTreeSet<u32>,
     next: usize,
@@ -65,7 +54,15 @@ pub struct Stack {
 impl Stack {
     /// `bytes`: depths in bytes (weights) rather than in entries.
     pub fn new(bytes: bool) -> Stack {
-        Stack { bytes, last: KeyMap::default(), slots: Vec::new(), marks: Fenwick::from_values([]), holes: BTreeSet::new(), next: 0 }
+        Stack {
+            bytes,
+            last: KeyMap::default(),
+            keys_at: Vec::new(),
+            weights: Vec::new(),
+            marks: Marks::new(bytes, 0, &[]),
+            holes: BTreeSet::new(),
+            next: 0,
+        }
     }
 
     /// The lookup's depth before it (in entries, or bytes), or None for a key not in the stack; then moves the
@@ -77,35 +74,38 @@ impl Stack {
 
     /// `access`, with the depth in its two parts: what lies above the key, and the key's own weight.
     pub fn access_parts(&mut self, key: u64, weight: u32) -> Option<(u64, u64)> {
-        if self.next == self.slots.len() {
+        if self.next == self.keys_at.len() {
             self.compact();
         }
-        let (depth, weight) = match self.last.get(&key) {
-            Some(&pos) => {
+        let new_pos = self.next;
+        // One hash lookup: the key's entry is pointed at its new place as its old one is read. The old place
+        // is not touched unless it matters (a weight, a hole): it is a random access, the new one is not.
+        let old = self.last.get_mut(&key).map(|p| std::mem::replace(p, new_pos as u32));
+        let (depth, weight) = match old {
+            Some(pos) => {
                 let pos = pos as usize;
-                let slot = self.slots[pos];
-                let w = self.mark(slot.weight);
+                let w = self.weight_at(pos);
                 let depth = (self.marks.after(pos), w);
                 if self.holes.last().is_some_and(|&h| h as usize > pos) {
                     self.fill_shallowest_hole();
-                    self.slots[pos].state = State::Hole;
                     self.holes.insert(pos as u32);
                 } else {
                     self.marks.sub(pos, w);
-                    self.slots[pos].state = State::Dead;
                 }
-                (Some(depth), slot.weight)
+                (Some(depth), w as u32)
             }
             None => {
                 self.fill_shallowest_hole();
+                self.last.insert(key, new_pos as u32);
                 (None, weight)
             }
         };
-        let pos = self.next;
         self.next += 1;
-        self.slots[pos] = Slot { key, weight, state: State::Live };
-        self.marks.add(pos, self.mark(weight));
-        self.last.insert(key, pos as u32);
+        self.keys_at[new_pos] = key;
+        if self.bytes {
+            self.weights[new_pos] = weight;
+        }
+        self.marks.add(new_pos, self.mark(weight));
         depth
     }
 
@@ -113,7 +113,6 @@ impl Stack {
     pub fn remove(&mut self, key: u64) -> bool {
         match self.last.remove(&key) {
             Some(pos) => {
-                self.slots[pos as usize].state = State::Hole;
                 self.holes.insert(pos);
                 true
             }
@@ -125,18 +124,14 @@ impl Stack {
     pub fn forget(&mut self, key: u64) {
         if let Some(pos) = self.last.remove(&key) {
             let pos = pos as usize;
-            let w = self.mark(self.slots[pos].weight);
-            self.marks.sub(pos, w);
-            self.slots[pos].state = State::Dead;
+            self.marks.sub(pos, self.weight_at(pos));
         }
     }
 
     fn fill_shallowest_hole(&mut self) {
         if let Some(hole) = self.holes.pop_last() {
             let hole = hole as usize;
-            let w = self.mark(self.slots[hole].weight);
-            self.marks.sub(hole, w);
-            self.slots[hole].state = State::Dead;
+            self.marks.sub(hole, self.weight_at(hole));
         }
     }
 
@@ -154,6 +149,16 @@ impl Stack {
         self.last.is_empty()
     }
 
+    /// The mark of position `pos`.
+    #[inline]
+    fn weight_at(&self, pos: usize) -> u64 {
+        if self.bytes {
+            u64::from(self.weights[pos])
+        } else {
+            1
+        }
+    }
+
     #[inline]
     fn mark(&self, weight: u32) -> u64 {
         if self.bytes {
@@ -163,23 +168,34 @@ impl Stack {
         }
     }
 
-    /// Renumbers the live slots 0.. in stack order, in a table twice their number, and rebuilds the tree: each
-    /// lookup is renumbered at most once per doubling, so the cost is O(1) amortized per lookup.
+    /// Renumbers the marked positions (last uses and holes) 0.. in stack order, in a table twice their number,
+    /// and rebuilds the marks: each lookup is renumbered at most once per doubling, so the cost is O(1)
+    /// amortized per lookup.
     fn compact(&mut self) {
-        let live: Vec<Slot> = self.slots[..self.next].iter().copied().filter(|s| s.state != State::Dead).collect();
-        let size = (live.len() * 2).max(MIN_SLOTS);
-        self.holes.clear();
-        for (pos, slot) in live.iter().enumerate() {
-            match slot.state {
-                State::Hole => self.holes.insert(pos as u32),
-                _ => self.last.insert(slot.key, pos as u32).is_some(),
-            };
+        let kept: Vec<usize> = self.marks.positions().collect();
+        let size = (kept.len() * 2).max(MIN_SLOTS);
+        let (mut keys_at, mut weights, mut marks) = (vec![0; size], Vec::new(), Vec::with_capacity(kept.len()));
+        if self.bytes {
+            weights = vec![0; size];
         }
-        let marks: Vec<u64> = live.iter().map(|s| self.mark(s.weight)).collect();
-        self.marks = Fenwick::from_values(marks.into_iter().chain(std::iter::repeat_n(0, size - live.len())));
-        self.next = live.len();
-        self.slots = live;
-        self.slots.resize(size, Slot { key: 0, weight: 0, state: State::Dead });
+        let old_holes = std::mem::take(&mut self.holes);
+        for (new, &old) in kept.iter().enumerate() {
+            if !old_holes.is_empty() && old_holes.contains(&(old as u32)) {
+                self.holes.insert(new as u32);
+            } else {
+                let key = self.keys_at[old];
+                keys_at[new] = key;
+                *self.last.get_mut(&key).expect("a marked position that is no hole is a key's last use") = new as u32;
+            }
+            if self.bytes {
+                weights[new] = self.weights[old];
+            }
+            marks.push(self.weight_at(old));
+        }
+        self.marks = Marks::new(self.bytes, size, &marks);
+        self.next = kept.len();
+        self.keys_at = keys_at;
+        self.weights = weights;
     }
 }
 
