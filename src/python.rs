@@ -69,7 +69,15 @@ impl TextReader {
         d.set_item("fields", b.fields.into_pyarray(py))?;
         d.set_item("key_bytes", b.key_bytes.into_pyarray(py))?;
         d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        if !b.clients.is_empty() {
+            d.set_item("clients", b.clients.into_pyarray(py))?;
+        }
         Ok(Some(d))
+    }
+
+    /// The client hosts seen so far, by the index the `clients` column holds.
+    fn hosts(&self) -> Vec<String> {
+        self.inner.hosts().to_vec()
     }
 
     #[getter]
@@ -290,7 +298,8 @@ impl Simulation {
         Ok(Simulation { inner: sim::Simulation::new(&specs, opts, future).map_err(value_err)? })
     }
 
-    #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None))]
+    #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None,
+                        clients=None))]
     #[allow(clippy::too_many_arguments)]
     fn feed(
         &mut self,
@@ -303,6 +312,7 @@ impl Simulation {
         value_sizes: Option<PyReadonlyArray1<u32>>,
         key_bytes: Option<PyReadonlyArray1<u32>>,
         reqs: Option<PyReadonlyArray1<u64>>,
+        clients: Option<PyReadonlyArray1<u32>>,
     ) -> PyResult<()> {
         let ev = Events {
             keys: keys.as_slice()?,
@@ -313,6 +323,7 @@ impl Simulation {
             value_sizes: value_sizes.as_ref().map(|a| a.as_slice()).transpose()?,
             key_bytes: key_bytes.as_ref().map(|a| a.as_slice()).transpose()?,
             reqs: reqs.as_ref().map(|a| a.as_slice()).transpose()?,
+            clients: clients.as_ref().map(|a| a.as_slice()).transpose()?,
         };
         let inner = &mut self.inner;
         py.detach(|| inner.feed(&ev)).map_err(value_err)

@@ -112,3 +112,31 @@ def test_the_command_line_reports_a_fleet(trace, tmp):
     assert bad.returncode == 2 and "unknown route 'sideways'" in bad.stderr and "Traceback" not in bad.stderr
     bad = run_cli("simulate.py", path, "--lru", "10", "--rolling-restart-every", "1h")
     assert bad.returncode == 2 and "give --pods" in bad.stderr
+
+
+def test_client_routing_equals_separate_runs_over_each_clients_own_stream(tmp):
+    """A MONITOR log of three service hosts (each from two ports): one pod per host, each pod exactly a
+    single cache over that host's lines."""
+    from traces import as_monitor_text, random_commands
+
+    lines = as_monitor_text(random_commands(4, n_commands=900)).splitlines()
+    (tmp / "all.monitor").write_text("\n".join(lines) + "\n")
+    hosts = ["10.0.0.0", "10.0.0.1", "10.0.0.2"]
+    fleet = cachescope.simulate_trace(str(tmp / "all.monitor"), lru=[15], route="client").summary
+    row = fleet.to_dict("records")[0]
+    assert row["pods"] == 3 and row["route"] == "client"
+    by_host = {p["client"]: p for p in row["per_pod"]}
+    assert sorted(by_host) == hosts
+    for host in hosts:
+        own = [lines[0]] + [line for line in lines[1:] if f" {host}:" in line]
+        (tmp / f"{host}.monitor").write_text("\n".join(own) + "\n")
+        single = cachescope.simulate_trace(str(tmp / f"{host}.monitor"), lru=[15]).summary.iloc[0]
+        assert (by_host[host]["lookups"], by_host[host]["hits"]) == (single["lookups"], single["hits"])
+
+
+def test_client_routing_needs_a_trace_that_knows_its_clients(tmp):
+    from traces import as_commands_text, random_commands
+
+    (tmp / "t.txt").write_text(as_commands_text(random_commands(1)))
+    bad = run_cli("simulate.py", tmp / "t.txt", "--lru", "10", "--route", "client")
+    assert bad.returncode == 2 and "knows its clients" in bad.stderr and "Traceback" not in bad.stderr

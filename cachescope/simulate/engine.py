@@ -87,9 +87,17 @@ def simulate_trace(
     if targets and not curve_policies:
         raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
     runs = _requested_runs(capacities, required=not curve_policies)
-    # One pod is one cache whatever the route: it runs once.
+    # One pod is one cache whatever the route: it runs once. The client route has a pod per client host,
+    # however many `pods` says.
+    routes = parse_routes(route)
+    balanced = [r for r in routes if r != "client"]
+    if pods is None and balanced and "client" in routes:
+        raise UsageError(f"--route {','.join(balanced)} needs --pods (the client route alone does not)")
     fleets = [] if pods is None else [(p, c, n, r) for p, c in runs for n in parse_pods(pods)
-                                      for r in parse_routes(route)[: None if n > 1 else 1]]
+                                      for r in balanced[: None if n > 1 else 1]]
+    if "client" in routes:
+        fleets += [(p, c, 0, "client") for p, c in runs]
+        source.want_clients = True
     if fleets:
         runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
     rolling = None

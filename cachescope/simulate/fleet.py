@@ -7,6 +7,9 @@ What each route assumes (the README says the same):
   holds only that pod's share of a replicated fleet's traffic: simulate it with `--pods 1`.
 - `entity`: sharded pods; every entity (the Redis key) has one owner pod (jump consistent hash), and each
   lookup goes to its owner, so the fleet's capacity adds up instead of being replicated.
+- `client`: one pod per client host of the trace (the `client` column of a capture or Parquet trace, the
+  client address of a MONITOR line, less its port): each service host's cache sees exactly that host's
+  lookups. A capture taken on the Redis host, or MONITOR on the server, holds every host's.
 Writes and deletes reach every pod (an invalidation is broadcast).
 """
 
@@ -16,7 +19,7 @@ import numpy as np
 
 from cachescope.errors import UsageError
 
-ROUTES = ("random", "round-robin", "entity")
+ROUTES = ("random", "round-robin", "entity", "client")
 MAX_PODS = 10_000
 
 
@@ -50,16 +53,20 @@ def parse_routes(value) -> list[str]:
 def fleet_totals(fleet: dict) -> dict:
     """The fleet's counters as one run's (summed over its pods), for the summary row."""
     pods = fleet["per_pod"]
-    total = {k: sum(p[k] for p in pods) for k, v in pods[0].items() if isinstance(v, int) and k != "capacity"}
+    counters = [k for k, v in (pods[0] if pods else {}).items() if isinstance(v, int) and k != "capacity"]
+    total = {k: sum(p[k] for p in pods) for k in counters} if pods else {
+        k: 0 for k in ("lookups", "hits", "bytes_looked_up", "bytes_hit", "commands", "commands_served",
+                       "resident", "evictions", "invalidations", "refresh_evictions", "expirations",
+                       "stale_reads", "uncacheable", "restarts")}
     total.update(policy=fleet["policy"], capacity=fleet["capacity"],
                  restart_times=sorted({t for p in pods for t in p["restart_times"]}))
     return total
 
 
-def fleet_columns(fleet: dict, unit: str) -> dict:
+def fleet_columns(fleet: dict, unit: str, hosts=()) -> dict:
     """What a fleet adds to its summary row: pods, route, per_pod, the spread of the pods' hit rates, the load
     imbalance (the busiest pod's lookups over the mean) and the memory of all pods together."""
-    pods = fleet["per_pod"]
+    pods = fleet["per_pod"] or [{"lookups": 0, "hits": 0, "resident": 0, "restart_times": []}]
     lookups = np.array([p["lookups"] for p in pods], dtype=float)
     hits = np.array([p["hits"] for p in pods], dtype=float)
     rates = np.divide(hits, lookups, out=np.zeros_like(hits), where=lookups > 0)
@@ -68,7 +75,9 @@ def fleet_columns(fleet: dict, unit: str) -> dict:
         "pods": fleet["pods"],
         "route": fleet["route"],
         "per_pod": [{"pod": i, "lookups": int(p["lookups"]), "hits": int(p["hits"]), "hit_rate": float(r),
-                     "resident": int(p["resident"])} for i, (p, r) in enumerate(zip(pods, rates))],
+                     "resident": int(p["resident"]),
+                     **({"client": hosts[i]} if fleet["route"] == "client" and i < len(hosts) else {})}
+                    for i, (p, r) in enumerate(zip(pods, rates))],
         "pod_hit_rate_min": float(busy.min()),
         "pod_hit_rate_median": float(np.median(busy)),
         "pod_hit_rate_max": float(busy.max()),

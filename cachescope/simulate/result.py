@@ -51,7 +51,9 @@ class SimulationResult:
         bound = native.pop()  # the infinite cache is always the last run
         rows = [_summary_row(r, cap.unit) for r, (_, cap) in zip(native, runs)]
         fleets = sim.fleets()
-        rows += [{**_summary_row(fleet_totals(f), unit), **fleet_columns(f, unit)} for f, unit in zip(fleets, fleet_units)]
+        hosts = getattr(source, "hosts", [])
+        rows += [{**_summary_row(fleet_totals(f), unit), **fleet_columns(f, unit, hosts)}
+                 for f, unit in zip(fleets, fleet_units)]
         infinite = {k: v for k, v in _summary_row(bound, "entries").items()
                     if k in ("lookups", "hits", "misses", "hit_rate", "command_hit_rate")}
         ends, ts, hits = sim.timeline()

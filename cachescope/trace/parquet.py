@@ -29,7 +29,8 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
     names = pf.schema_arrow.names
     if "key" not in names:
         raise TraceFormatError(f"{path}: Parquet trace has no 'key' column (it has: {', '.join(names)})")
-    columns = [c for c in _COLUMNS if c in names]
+    # The client column is read only when asked for (routing by client): a string column costs time to decode.
+    columns = [c for c in (*_COLUMNS, *(("client",) if src.want_clients else ())) if c in names]
     total_rows = max(pf.metadata.num_rows, 1)
     events = RecordBatchEvents(src)
     try:
@@ -73,7 +74,28 @@ class RecordBatchEvents:
             batch["ts_ns"] = ts
         if "value_size" in rb.schema.names:
             batch["value_sizes"] = _value_sizes(rb.column("value_size"), src.path, row0)
+        if src.want_clients and "client" in rb.schema.names:
+            batch["clients"] = _client_ids(rb.column("client"), src)
         return batch
+
+
+def _client_ids(column: pa.Array, src) -> np.ndarray:
+    """The index of each row's client host in `src.hosts` (the `ip:port` less its port: one service host opens
+    many connections), new hosts appended as they come."""
+    encoded = pc.dictionary_encode(column.dictionary_decode() if pa.types.is_dictionary(column.type) else column)
+    ids = np.empty(len(encoded.dictionary), dtype=np.uint32)
+    for i, addr in enumerate(encoded.dictionary.to_pylist()):
+        ids[i] = src.host_id(client_host(addr or ""))
+    indices = encoded.indices.fill_null(0) if encoded.indices.null_count else encoded.indices
+    if len(ids) == 0:
+        return np.full(len(column), src.host_id(""), dtype=np.uint32)
+    return ids[indices.to_numpy(zero_copy_only=False)]
+
+
+def client_host(addr: str) -> str:
+    """`10.1.2.3:51234` -> `10.1.2.3`, `[::1]:6000` -> `[::1]`; anything else as it is."""
+    host, sep, port = addr.rpartition(":")
+    return host if sep and port.isdigit() and host else addr
 
 
 class _CommandCounter:

@@ -58,6 +58,18 @@ class TraceSource:
         self.ports = ports
         self.capture_stats: dict = {}
         self._bytes_read = 0
+        self.want_clients = False
+        """Whether batches should carry `clients` (routing by client): set before reading."""
+        self.hosts: list[str] = []
+        """Client hosts by the index the `clients` column holds."""
+        self._host_ids: dict[str, int] = {}
+
+    def host_id(self, host: str) -> int:
+        """The index of a client host, new ones appended."""
+        if host not in self._host_ids:
+            self._host_ids[host] = len(self.hosts)
+            self.hosts.append(host)
+        return self._host_ids[host]
 
     @property
     def bytes_read(self) -> int:
@@ -83,6 +95,10 @@ class TraceSource:
                 setattr(self.info, k, v)
             if batch is None:
                 return
+            if self.want_clients and "clients" in batch:
+                self.hosts = reader.hosts()
+            else:
+                batch.pop("clients", None)
             yield batch
 
     def _parquet_batches(self, batch_events: int) -> Iterator[Batch]:

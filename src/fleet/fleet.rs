@@ -15,10 +15,13 @@ pub struct Fleet {
     pub policy: String,
     pub capacity: u64,
     pub unit: Unit,
+    params: Vec<(String, f64)>,
     router: Router,
     pods: Vec<Run>,
     /// Each pod's options: the fleet's, with its own phase of a rolling restart.
     pod_opts: Vec<Options>,
+    /// The fleet's options, for pods added later (the client route).
+    template: Options,
     window: u64,
     window_hits: Vec<u64>,
     open_hits: u64,
@@ -33,8 +36,12 @@ impl Fleet {
     #[allow(clippy::too_many_arguments)]
     pub fn new(policy: &str, capacity: u64, unit: Unit, params: &[(String, f64)], pods: u32, route: Route,
                opts: &Options, rolling: Option<(i64, i64)>) -> Result<Fleet, String> {
-        if pods == 0 {
+        if pods == 0 && route != Route::Client {
             return Err("a fleet needs at least one pod".into());
+        }
+        if route == Route::Client && rolling.is_some() {
+            return Err("a rolling restart needs the number of pods up front; the client route has one pod per \
+                        client host, known only at the end of the trace".into());
         }
         if let Some((every, over)) = rolling {
             if opts.restart_every_ns.is_some() {
@@ -59,15 +66,22 @@ impl Fleet {
             policy: policy.to_string(),
             capacity,
             unit,
+            params: params.to_vec(),
             router: Router::new(route, pods),
             pods: runs,
             pod_opts,
+            template: opts.clone(),
             window: opts.window,
             window_hits: Vec::new(),
             open_hits: 0,
             open_lookups: 0,
             scratch: (0..pods).map(|_| Columns::default()).collect(),
         })
+    }
+
+    /// Whether it needs the events' clients column (the client route).
+    pub fn needs_clients(&self) -> bool {
+        self.router.route == Route::Client
     }
 
     /// Whether its pods restart one after another (which needs the trace's clock).
@@ -104,8 +118,26 @@ impl Fleet {
         }
     }
 
+    /// A pod for a client host seen for the first time (the client route).
+    fn grow_to(&mut self, pods: usize) {
+        while self.pods.len() < pods {
+            let run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
+                .expect("the fleet's first pods were built with the same arguments");
+            self.pods.push(run);
+            self.pod_opts.push(self.pod_opts.first().cloned().unwrap_or_else(|| self.template.clone()));
+            self.scratch.push(Columns::default());
+        }
+    }
+
     /// Hands events `start..end` to their pods; returns the hits they made.
     fn share_out(&mut self, ev: &Events, start: usize, end: usize, members: &Membership, first_ts: Option<i64>) -> u64 {
+        if self.router.route == Route::Client {
+            if ev.clients.is_none() {
+                return 0; // refused before the first batch: see `Simulation::feed`
+            }
+            let most = ev.clients.unwrap()[start..end].iter().max().map_or(0, |&c| c as usize + 1);
+            self.grow_to(most);
+        }
         for i in start..end {
             if ev.op(i) == OP_READ {
                 let pod = self.router.pod(ev, i) as usize;

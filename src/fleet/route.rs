@@ -5,7 +5,8 @@
 //! hash of the request, `round-robin` takes the pods in turn. The sharded route `entity` gives every entity
 //! (the Redis key) one owner pod by jump consistent hashing (Lamping and Veach, "A Fast, Minimal Memory,
 //! Consistent Hash Algorithm", 2014), so a lookup goes to its entity's owner and going from N to N + 1 pods
-//! moves about 1 / (N + 1) of the entities.
+//! moves about 1 / (N + 1) of the entities. `client` gives every client host of the trace a pod of its own:
+//! each service host's cache sees exactly the lookups that host made.
 
 use crate::hash::mix64;
 use crate::sim::events::Events;
@@ -15,6 +16,7 @@ pub enum Route {
     Random { seed: u64 },
     RoundRobin,
     Entity,
+    Client,
 }
 
 impl Route {
@@ -23,7 +25,8 @@ impl Route {
             "random" => Ok(Route::Random { seed }),
             "round-robin" => Ok(Route::RoundRobin),
             "entity" => Ok(Route::Entity),
-            other => Err(format!("unknown route {other:?}; use random, round-robin or entity")),
+            "client" => Ok(Route::Client),
+            other => Err(format!("unknown route {other:?}; use random, round-robin, entity or client")),
         }
     }
 
@@ -32,6 +35,7 @@ impl Route {
             Route::Random { .. } => "random",
             Route::RoundRobin => "round-robin",
             Route::Entity => "entity",
+            Route::Client => "client",
         }
     }
 }
@@ -52,9 +56,12 @@ impl Router {
         Router { route, pods, open: None, next_pod: 0, unnumbered: 0 }
     }
 
-    /// The pod of read `i`.
+    /// The pod of read `i`. Under `client` it is the client's index, whatever the number of pods so far.
     #[inline]
     pub fn pod(&mut self, ev: &Events, i: usize) -> u32 {
+        if self.route == Route::Client {
+            return ev.client(i).expect("routing by client needs the clients column");
+        }
         if self.pods == 1 {
             return 0;
         }

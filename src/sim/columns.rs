@@ -13,6 +13,7 @@ pub struct Columns {
     key_bytes: Vec<u32>,
     reqs: Vec<u64>,
     ts_ns: Vec<i64>,
+    clients: Vec<u32>,
 }
 
 impl Columns {
@@ -25,6 +26,7 @@ impl Columns {
         if let Some(x) = ev.key_bytes { self.key_bytes.push(x[i]) }
         if let Some(x) = ev.reqs { self.reqs.push(x[i]) }
         if let Some(x) = ev.ts_ns { self.ts_ns.push(x[i]) }
+        if let Some(x) = ev.clients { self.clients.push(x[i]) }
     }
 
     /// The kept events, with the same columns as `like` has.
@@ -46,6 +48,7 @@ impl Columns {
             key_bytes: like.key_bytes.map(|_| &self.key_bytes[..]),
             reqs: like.reqs.map(|_| &self.reqs[..]),
             ts_ns: like.ts_ns.map(|_| &self.ts_ns[..]),
+            clients: like.clients.map(|_| &self.clients[..]),
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct Events<'a> {
     pub key_bytes: Option<&'a [u32]>,
     pub reqs: Option<&'a [u64]>,
     pub ts_ns: Option<&'a [i64]>,
+    /// The client host of each event, as a small index stable within the trace (for routing by client).
+    pub clients: Option<&'a [u32]>,
 }
 
 impl<'a> Events<'a> {
@@ -42,6 +44,7 @@ impl<'a> Events<'a> {
             ("key_bytes", self.key_bytes.map(<[u32]>::len)),
             ("reqs", self.reqs.map(<[u64]>::len)),
             ("ts_ns", self.ts_ns.map(<[i64]>::len)),
+            ("clients", self.clients.map(<[u32]>::len)),
         ];
         for (name, len) in lens {
             if let Some(len) = len.filter(|&l| l != n) {
@@ -83,5 +86,9 @@ impl<'a> Events<'a> {
     #[inline]
     pub fn ts(&self, i: usize) -> Option<i64> {
         self.ts_ns.map(|t| t[i])
+    }
+    #[inline]
+    pub fn client(&self, i: usize) -> Option<u32> {
+        self.clients.map(|c| c[i])
     }
 }

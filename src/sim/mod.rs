@@ -174,6 +174,10 @@ impl Simulation {
             Some(had) if had != clocked => return Err("some batches have timestamps and some do not".into()),
             _ => {}
         }
+        if ev.clients.is_none() && self.fleets.iter().any(Fleet::needs_clients) {
+            return Err("routing by client needs a trace that knows its clients (a capture, a MONITOR log, or a \
+                        Parquet trace with a client column)".into());
+        }
         if !clocked && (self.opts.needs_clock() || self.fleets.iter().any(Fleet::rolls)) {
             return Err("TTL, refresh schedules and restarts need a trace with timestamps".into());
         }

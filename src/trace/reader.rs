@@ -46,6 +46,9 @@ pub struct Batch {
     pub reqs: Vec<u64>,
     /// Capture time of each event's command, ns since the epoch; empty when the format has no clock.
     pub ts_ns: Vec<i64>,
+    /// The client host of each event's command (an index into `TextReader::hosts`); empty when the format
+    /// does not name its clients.
+    pub clients: Vec<u32>,
 }
 
 pub const OP_READ: u8 = 0;
@@ -87,6 +90,10 @@ pub struct TextReader<R> {
     line: Vec<u8>,
     spans: Vec<Span>,
     scratch: Vec<u8>,
+    /// Client hosts in the order first seen (MONITOR lines name them), and the current line's.
+    hosts: Vec<String>,
+    host_ids: std::collections::HashMap<Vec<u8>, u32>,
+    client: Option<u32>,
 }
 
 impl<R: BufRead> TextReader<R> {
@@ -102,7 +109,32 @@ impl<R: BufRead> TextReader<R> {
             line: Vec::new(),
             spans: Vec::new(),
             scratch: Vec::new(),
+            hosts: Vec::new(),
+            host_ids: std::collections::HashMap::new(),
+            client: None,
         }
+    }
+
+    /// The client hosts seen so far, by index (`Batch::clients`).
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The index of the client host of `[<db> <client>]`: the address without its port (a service host
+    /// opens many connections, from many ports).
+    fn client_of(&mut self, bracket: &[u8]) -> u32 {
+        let addr = bracket.iter().position(|&c| c == b' ').map_or(bracket, |sp| &bracket[sp + 1..]);
+        let host = match addr.iter().rposition(|&c| c == b':') {
+            Some(colon) if colon + 1 < addr.len() && addr[colon + 1..].iter().all(u8::is_ascii_digit) => &addr[..colon],
+            _ => addr,
+        };
+        if let Some(&id) = self.host_ids.get(host) {
+            return id;
+        }
+        let id = self.hosts.len() as u32;
+        self.hosts.push(String::from_utf8_lossy(host).into_owned());
+        self.host_ids.insert(host.to_vec(), id);
+        id
     }
 
     pub fn stats(&self) -> TraceStats {
@@ -205,6 +237,7 @@ impl<R: BufRead> TextReader<R> {
         }
         let close = rest.iter().position(|&c| c == b']').ok_or_else(|| self.error(MONITOR_SHAPE))?;
         let args_at = trimmed.len() - rest.len() + close + 1;
+        self.client = Some(self.client_of(&rest[1..close]));
         self.parse_command_line(trimmed, args_at, Some(ts), batch)
     }
 
@@ -258,6 +291,9 @@ impl<R: BufRead> TextReader<R> {
         }
         if let Some(ts) = ts {
             batch.ts_ns.resize(batch.len(), ts);
+        }
+        if let Some(client) = self.client {
+            batch.clients.resize(batch.len(), client);
         }
         Ok(())
     }
