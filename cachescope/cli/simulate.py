@@ -7,6 +7,7 @@ import math
 import sys
 
 from cachescope.cli.common import Parser, run
+from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
@@ -67,6 +68,9 @@ def build_parser(prog: str) -> Parser:
 
 def main(argv=None, prog: str = "simulate.py") -> int:
     args = build_parser(prog).parse_args(argv)
+    check_outputs([("trace", args.trace), ("--refresh-schedule", args.refresh_schedule),
+                   ("--allow-list", args.allow_list)],
+                  [("--plot", args.plot), ("--timeline", args.timeline)])
     result = simulate_trace(
         args.trace,
         format=args.format,

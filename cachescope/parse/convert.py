@@ -6,6 +6,7 @@ import os
 import sys
 
 from cachescope.errors import TraceFormatError
+from cachescope.outputs import check_outputs
 from cachescope.parse.capture_source import CaptureRows
 from cachescope.parse.writers import TraceWriter, output_format
 from cachescope.trace.formats import detect_format
@@ -16,6 +17,7 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
     """Parses `source` (a capture, a MONITOR log, or a tcpflow output directory) into `output`; returns the
     counters (packets, connections, gaps, ...)."""
     out_fmt = output_format(output, fmt)
+    check_outputs([("capture", source)], [("-o", output)])
     if os.path.isdir(source):
         from cachescope.parse.tcpflow_source import TcpflowRows
 
@@ -30,8 +32,6 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
             rows = CaptureRows(source, ports, anonymize)
         else:
             raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
-    if os.path.abspath(source) == os.path.abspath(output):
-        raise TraceFormatError(f"{output}: the output would overwrite the input")
     from tqdm import tqdm
 
     with tqdm(total=rows.size_bytes, unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,

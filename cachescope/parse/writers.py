@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from cachescope import _native
 from cachescope.errors import UsageError
+from cachescope.outputs import in_place, rename_target
 from cachescope.parse.schema import SCHEMA
 
 OUTPUT_FORMATS = ("parquet", "commands", "monitor", "oracleGeneral")
@@ -48,20 +49,29 @@ def output_format(path: str, forced: str | None) -> str:
 class TraceWriter:
     """Writes record batches to `path` in `fmt`; use as a context manager. The trace is written beside `path`
     and moved there only when the parse succeeded: a failed parse leaves no half-written trace behind, and
-    never clobbers an earlier complete one."""
+    never clobbers an earlier complete one. A FIFO, a device or /dev/stdout is written in place instead
+    (renaming a file over it would replace it)."""
 
     def __init__(self, path: str, fmt: str):
         self.path, self.fmt = path, fmt
-        directory, name = os.path.split(os.path.abspath(path))
-        self._partial = os.path.join(directory, f".{name}.partial")
+        self._in_place = in_place(path)
+        if self._in_place:
+            self._partial = path
+        else:
+            directory, name = os.path.split(rename_target(path))
+            self._partial = os.path.join(directory, f".{name}.partial")
         self._parquet = None
+        self._stream = None
         self._file = None
         self._oracle = _OracleGeneral() if fmt == "oracleGeneral" else None
 
     def __enter__(self):
         if self.fmt == "parquet":
-            self._parquet = pq.ParquetWriter(self._partial, SCHEMA, compression="zstd",
-                                             write_statistics=list(_STATISTICS))
+            where = self._partial
+            if self._in_place:
+                self._stream = pa.PythonFile(_Forward(open(self._partial, "wb")), mode="w")
+                where = self._stream
+            self._parquet = pq.ParquetWriter(where, SCHEMA, compression="zstd", write_statistics=list(_STATISTICS))
         elif self.fmt in ("commands", "monitor"):
             self._file = open(self._partial, "w", encoding="utf-8", newline="\n")
         return self
@@ -77,15 +87,46 @@ class TraceWriter:
     def __exit__(self, *exc):
         if self._parquet is not None:
             self._parquet.close()
+        if self._stream is not None:
+            self._stream.close()
         if self._file is not None:
             self._file.close()
         if exc[0] is not None:
-            if os.path.exists(self._partial):
+            if not self._in_place and os.path.exists(self._partial):
                 os.remove(self._partial)
             return
         if self._oracle is not None:
             self._oracle.write(self._partial)
-        os.replace(self._partial, self.path)
+        if not self._in_place:
+            os.replace(self._partial, rename_target(self.path))
+
+
+class _Forward:
+    """A file written front to back that counts its bytes: Parquet's writer asks where it is (tell), which a
+    FIFO or a terminal cannot answer by seeking."""
+
+    def __init__(self, f):
+        self._f, self._n, self.closed = f, 0, False
+
+    def write(self, data) -> int:
+        self._n += len(data)
+        return self._f.write(data)
+
+    def tell(self) -> int:
+        return self._n
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+        self.closed = True
 
 
 def _text_lines(rb: pa.RecordBatch, monitor: bool):
