@@ -9,7 +9,8 @@ from cachescope.errors import TraceFormatError
 from cachescope.outputs import check_outputs
 from cachescope.parse.capture_source import CaptureRows
 from cachescope.parse.writers import TraceWriter, output_format
-from cachescope.trace.formats import detect_format
+from cachescope.trace.formats import sniff
+from cachescope.trace.opened import OpenedInput
 
 
 def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,
@@ -23,13 +24,14 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
 
         rows = TcpflowRows(source, ports, anonymize)
     else:
-        kind = detect_format(source)
+        opened = OpenedInput(source)
+        kind = sniff(opened)
         if kind == "monitor":
             from cachescope.parse.monitor_log import MonitorRows
 
-            rows = MonitorRows(source, anonymize)
+            rows = MonitorRows(source, anonymize, opened=opened)
         elif kind == "pcap":
-            rows = CaptureRows(source, ports, anonymize)
+            rows = CaptureRows(source, ports, anonymize, opened=opened)
         else:
             raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
     from tqdm import tqdm

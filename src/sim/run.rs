@@ -199,7 +199,7 @@ fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i64>) -> Opt
     let explicit = opts.restarts_at.iter().copied().find(|&r| r > after);
     let periodic = opts.restart_every_ns.zip(first_ts).map(|(every, first)| {
         let k = (after - first).div_euclid(every) + 1;
-        first + k * every
+        first.saturating_add(k.saturating_mul(every)) // an interval of centuries must not wrap into the past
     });
     explicit.into_iter().chain(periodic).min()
 }
@@ -261,8 +261,8 @@ impl RunState {
             if !hit {
                 self.counters.evictions += (before as u64 + 1).saturating_sub(p.len() as u64);
                 if let (Some(ttl), Some(t)) = (opts.ttl_ns, ev.ts(i)) {
-                    self.ttl.queue.push_back((t + ttl, key));
-                    self.ttl.latest.insert(key, t + ttl);
+                    self.ttl.queue.push_back((t.saturating_add(ttl), key)); // never wrapped into the past
+                    self.ttl.latest.insert(key, t.saturating_add(ttl));
                 }
             }
             hit
