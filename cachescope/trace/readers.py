@@ -110,12 +110,14 @@ class TraceSource:
 
     def _capture_batches(self, batch_events: int) -> Iterator[Batch]:
         """A capture parsed on the fly: its rows become events as a Parquet trace's would."""
-        from cachescope.parse.capture_source import CaptureRows
+        from cachescope.parse.capture_source import BATCH_ROWS, CaptureRows
         from cachescope.trace.parquet import RecordBatchEvents
 
         rows = CaptureRows(self.path, self.ports, opened=self._opened)
         events = RecordBatchEvents(self)
-        for rb in rows.record_batches(batch_events):
+        # Rows carry their key and field bytes (an MGET of long keys: hundreds of bytes a row), and the parser
+        # holds one batch ahead: parse.py's smaller batches keep that to tens of MiB, not a GiB.
+        for rb in rows.record_batches(min(batch_events, BATCH_ROWS)):
             self._bytes_read = rows.bytes_read
             self.capture_stats = rows.stats
             batch = events.convert(rb)
@@ -126,8 +128,21 @@ class TraceSource:
         self.info.commands = rows.stats.get("commands", self.info.commands)
         self.info.other_commands = sum(rows.stats.get("other_commands", {}).values())
         if self.info.lookups + self.info.writes + self.info.deletes == 0:
-            raise TraceFormatError(f"{self.path}: no Redis commands on port(s) "
-                                   f"{', '.join(map(str, rows.ports))} in this capture ({_summary(rows.stats)})")
+            raise TraceFormatError(f"{self.path}: {_nothing_cached(rows)}")
+
+
+def _nothing_cached(rows) -> str:
+    """Why a capture gives nothing to simulate: no Redis commands at all, or only commands that touch no
+    cached value (PING, INFO, AUTH ...), said with their counts."""
+    ports = ", ".join(map(str, rows.ports))
+    other = rows.stats.get("other_commands") or {}
+    commands = rows.stats.get("commands", 0) or sum(other.values())
+    if not commands:
+        return f"no Redis commands on port(s) {ports} in this capture ({_summary(rows.stats)})"
+    top = sorted(other.items(), key=lambda kv: -kv[1])
+    listed = ", ".join(f"{name} x {n:,}" for name, n in top[:6]) + (", ..." if len(top) > 6 else "")
+    return (f"{commands:,} Redis command{'s' if commands != 1 else ''} on port(s) {ports}, none of them a "
+            f"lookup, write or delete ({listed}): nothing to simulate")
 
 
 def _summary(stats: dict) -> str:
