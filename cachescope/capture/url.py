@@ -16,7 +16,6 @@ from urllib.parse import quote, unquote
 from cachescope.errors import UsageError
 
 SCHEMES = ("redis", "rediss", "unix")
-FORM = "redis://[[user]:password@]host[:port][/db]"
 
 
 @dataclass(frozen=True)
@@ -62,8 +61,8 @@ def parse_redis_url(url: str) -> RedisUrl:
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in SCHEMES:
         # Not repeated: a URL that failed to parse may hold a password anywhere.
-        raise UsageError(f"--monitor wants a URL like {FORM} (or rediss://, unix://); the one given is not "
-                         "(it is not repeated here, as it may hold a password)")
+        raise UsageError("--monitor wants a URL like redis://host:port[/db] (or redis://[[user]:password@]..., "
+                         "rediss://, unix://); the one given is not (not repeated here: it may hold a password)")
     userinfo, at, location = rest.rpartition("@")
     user, _, password = userinfo.partition(":") if at else ("", "", "")
     cut = min((i for i in (location.find("?"), location.find("#")) if i >= 0), default=len(location))

@@ -7,6 +7,7 @@ carries only sizes."""
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -65,6 +66,14 @@ class TraceWriter:
         self._oracle = _OracleGeneral() if fmt == "oracleGeneral" else None
 
     def __enter__(self):
+        try:
+            self._open()
+        except BaseException:  # Ctrl-C or SIGTERM while opening: `with` will not call __exit__
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _open(self) -> None:
         if self.fmt == "parquet":
             where = self._partial
             if self._in_place:
@@ -73,7 +82,6 @@ class TraceWriter:
             self._parquet = pq.ParquetWriter(where, SCHEMA, compression="zstd", write_statistics=list(_STATISTICS))
         elif self.fmt in ("commands", "monitor"):
             self._file = open(self._partial, "w", encoding="utf-8", newline="\n")
-        return self
 
     def write(self, rb: pa.RecordBatch) -> None:
         if self._parquet is not None:
