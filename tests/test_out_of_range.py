@@ -86,3 +86,20 @@ def test_timeline_windows_are_bounded(tmp, monkeypatch):
                          "sys.argv = ['simulate.py', *sys.argv[1:]]; runpy.run_path('simulate.py', run_name='__main__')",
                    path, "--lru", "10", "--window", "1")
     assert_one_line_error(proc, str(path), "--window", "1,000 timeline points")
+
+
+def test_restarts_in_a_long_gap_do_not_hang(tmp):
+    """Two lookups 30 days apart under --restart-every 1s: 2.6 M restarts of an empty cache took minutes and
+    gigabytes; they are one restart now."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    path = tmp / "gap.monitor"
+    path.write_text('1700000000.1 [0 1.2.3.4:5] "GET" "a"\n1702592000.1 [0 1.2.3.4:5] "GET" "a"\n')
+    proc = subprocess.run([sys.executable, "simulate.py", path, "--lru", "10", "--restart-every", "1s", "--json"],
+                          cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["restarts"] == 1

@@ -169,6 +169,9 @@ impl Run {
             let Some(when) = earliest else { return };
             let st = &mut self.st;
             if restart == Some(when) {
+                // Restarts due before the event at `t` find the cache already empty: they count as one, the
+                // last (a gap of days under `restart_every` would otherwise empty the cache millions of times).
+                let when = last_restart_by(opts, first_ts, t).max(when);
                 self.policy = self.policy.emptied(&self.name, self.capacity);
                 st.dirty.clear();
                 st.ttl = Ttl::default();
@@ -191,6 +194,15 @@ impl Run {
             }
         }
     }
+}
+
+/// The last restart due at or before `t` (explicit or periodic); i64::MIN when none is.
+fn last_restart_by(opts: &Options, first_ts: Option<i64>, t: i64) -> i64 {
+    let explicit = opts.restarts_at.iter().copied().filter(|&r| r <= t).max();
+    let periodic = opts.restart_every_ns.zip(first_ts).filter(|&(_, first)| t > first).map(|(every, first)| {
+        first.saturating_add((t - first).div_euclid(every).saturating_mul(every))
+    });
+    explicit.into_iter().chain(periodic).max().unwrap_or(i64::MIN)
 }
 
 /// The first restart after `last` (or after the trace's start): an explicit time or the next interval.
