@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Chain, Cursor, Read};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
@@ -37,18 +38,34 @@ fn granularity(name: &str) -> PyResult<Granularity> {
     }
 }
 
+/// An input as the readers take it: the bytes Python already read to tell the format (from a FIFO or a
+/// `<(...)` pipe, they cannot be read twice), then the rest of the same open file.
+type Source = Chain<Cursor<Vec<u8>>, File>;
+
+/// `path` opened afresh, or, given `fd`, a duplicate of that open descriptor, after `head`.
+fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Source> {
+    let file = match fd {
+        // SAFETY: the caller keeps `fd` open for the duration of this call; only a duplicate is kept.
+        Some(fd) => unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned().map(File::from),
+        None => File::open(path),
+    }
+    .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    Ok(Cursor::new(head).chain(file))
+}
+
 #[pyclass(module = "cachescope._native")]
 struct TextReader {
-    inner: trace::TextReader<BufReader<File>>,
+    inner: trace::TextReader<BufReader<Source>>,
 }
 
 #[pymethods]
 impl TextReader {
+    /// `fd` and `head`: read the already open `fd` after the bytes `head` taken from it (see `Source`).
     #[new]
-    fn new(path: &str, format: &str, granularity_name: &str) -> PyResult<Self> {
+    #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new()))]
+    fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
-        let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-        let src = BufReader::with_capacity(1 << 20, file);
+        let src = BufReader::with_capacity(1 << 20, open_source(path, fd, head)?);
         Ok(TextReader { inner: trace::TextReader::new(src, path, format, granularity(granularity_name)?) })
     }
 
@@ -106,10 +123,11 @@ struct CaptureParser {
 
 #[pymethods]
 impl CaptureParser {
+    /// `fd` and `head` as for `TextReader`.
     #[new]
-    #[pyo3(signature = (path, ports, anonymize_salt=None))]
-    fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>) -> PyResult<Self> {
-        let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new()))]
+    fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        let file = open_source(path, fd, head)?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         let file = crate::capture::ReadAhead::new(file);
         let parser = parse::CaptureParser::new(file, path, &config).map_err(trace_err)?;

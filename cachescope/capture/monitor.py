@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
-
 from cachescope.capture.options import human_bytes, human_seconds
 from cachescope.capture.signals import StopSignals
 from cachescope.capture.status import Status
+from cachescope.capture.url import parse_redis_url
 from cachescope.errors import CaptureError, UsageError
 
-SCHEMES = ("redis", "rediss", "unix")
 POLL = 0.2  # seconds between checks of the clock and of Ctrl-C while the server is quiet
 FLUSH_EVERY = 1.0
 
@@ -34,27 +32,23 @@ class MonitorResult:
 
 
 def redacted(url: str) -> str:
-    """The URL without its user and password, which must never reach a terminal or a log."""
-    parts = urlsplit(url)
-    hostport = parts.netloc.rpartition("@")[2]
-    path = "" if parts.path == "/" else parts.path
-    return f"{parts.scheme}://{hostport}{path}"
+    """The URL without its user, password and options, which must never reach a terminal or a log."""
+    return parse_redis_url(url).redacted
 
 
 def connect(url: str, timeout: float = 10.0):
     """A redis-py client for `url` (`redis://[[user]:password@]host[:port][/db]`, `rediss://`, `unix://`)."""
-    parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise UsageError(f"--monitor wants a redis://host:port[/db] URL, not {redacted(url)!r}")
+    parsed = parse_redis_url(url)
     try:
         import redis
     except ImportError:
         raise CaptureError("--monitor needs redis-py: pip install redis") from None
     try:
         # RESP2, as redis-cli speaks: MONITOR's lines are then plain simple-string replies.
-        return redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout, protocol=2)
-    except ValueError as e:
-        raise UsageError(f"--monitor {redacted(url)}: {_scrub(str(e), url)}") from None
+        return redis.Redis.from_url(parsed.for_client, socket_connect_timeout=timeout, socket_timeout=timeout,
+                                    protocol=2)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"--monitor {parsed.redacted}: {parsed.scrub(str(e))}") from None
 
 
 def record_monitor(url: str, output: str, *, duration: float | None = None,
@@ -64,7 +58,8 @@ def record_monitor(url: str, output: str, *, duration: float | None = None,
 
     status = status or Status("capture")
     client = connect(url)
-    where = redacted(url)
+    parsed = parse_redis_url(url)
+    where = parsed.redacted
     started = time.monotonic()
     try:
         client.ping()  # reach and authenticate first, so that a wrong address or password is the only line
@@ -76,7 +71,7 @@ def record_monitor(url: str, output: str, *, duration: float | None = None,
                        + (f"for {human_seconds(duration)}" if duration else "until Ctrl-C"))
             lines, size = _record(monitor.connection, out, started, duration, status)
     except redis.RedisError as e:
-        raise CaptureError(f"MONITOR on {where}: {_scrub(str(e), url)}") from None
+        raise CaptureError(f"MONITOR on {where}: {parsed.scrub(str(e))}") from None
     finally:
         client.close()
     return MonitorResult(lines, size, time.monotonic() - started)
@@ -105,11 +100,3 @@ def _record(conn, out, started: float, duration, status: Status) -> tuple[int, i
             status.tick(lambda: f"{human_seconds(now - started)}, {lines:,} commands, {human_bytes(size)}")
     return lines, size
 
-
-def _scrub(message: str, url: str) -> str:
-    """redis-py's messages name host and port, not the password; this makes sure of it."""
-    parts = urlsplit(url)
-    for secret in (parts.password, parts.username):
-        if secret:
-            message = message.replace(secret, "***")
-    return message

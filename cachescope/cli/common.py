@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from cachescope.errors import CachescopeError
 
@@ -18,10 +20,31 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that it unwinds as Ctrl-C does: half-written outputs removed."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def run(prog: str, main, argv=None) -> int:
     """Runs `main(argv)`, turning the user's and the input's errors into one line and exit status 2."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    try:
+        return _run(prog, main, argv)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(prog: str, main, argv) -> int:
     try:
         return main(argv) or 0
+    except Terminated:
+        print(f"{prog}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

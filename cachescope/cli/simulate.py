@@ -7,6 +7,7 @@ import math
 import sys
 
 from cachescope.cli.common import Parser, run
+from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
@@ -63,13 +64,15 @@ def build_parser(prog: str) -> Parser:
                    help=f"lookups per timeline point (default {DEFAULT_WINDOW:,})")
 
     fresh = p.add_argument_group("freshness and restarts")
-    fresh.add_argument("--writes", choices=WRITE_MODES, default="ignore",
-                       help="what writes/deletes in the trace do to cached entries (default: ignore, and count "
-                            "the stale reads that leaves)")
-    fresh.add_argument("--invalidate-on-write", dest="writes", action="store_const", const="invalidate",
-                       help="same as --writes invalidate")
-    fresh.add_argument("--update-on-write", dest="writes", action="store_const", const="update",
-                       help="same as --writes update")
+    # One of the three at most: given two, the last would silently win.
+    writes = fresh.add_mutually_exclusive_group()
+    writes.add_argument("--writes", choices=WRITE_MODES, default="ignore",
+                        help="what writes/deletes in the trace do to cached entries (default: ignore, and count "
+                             "the stale reads that leaves)")
+    writes.add_argument("--invalidate-on-write", dest="writes", action="store_const", const="invalidate",
+                        help="same as --writes invalidate")
+    writes.add_argument("--update-on-write", dest="writes", action="store_const", const="update",
+                        help="same as --writes update")
     fresh.add_argument("--ttl", metavar="DURATION", help="entries expire this long after admission (10m, 1h)")
     fresh.add_argument("--refresh-schedule", metavar="FILE.csv",
                        help="feature,time rows: at each time, every cached value of the feature is evicted")
@@ -96,6 +99,13 @@ def build_parser(prog: str) -> Parser:
 
 def main(argv=None, prog: str = "simulate.py") -> int:
     args = build_parser(prog).parse_args(argv)
+    check_outputs([("trace", args.trace), ("--refresh-schedule", args.refresh_schedule),
+                   ("--allow-list", args.allow_list)],
+                  [("--plot", args.plot), ("--timeline", args.timeline)])
+    if args.plot:
+        from cachescope.simulate.plot import check_plot_path
+
+        check_plot_path(args.plot)  # before the simulation, not after it
     result = simulate_trace(
         args.trace,
         format=args.format,

@@ -37,16 +37,22 @@ def check_ports(ports) -> list[int]:
 class CaptureRows:
     """One capture opened for parsing. Iterate `record_batches()` once; `stats` is complete afterwards."""
 
-    def __init__(self, path: str, ports=DEFAULT_PORTS, anonymize: bool = False):
-        """`ports`: the Redis server ports; None finds them by content (`discover.find_redis_ports`)."""
+    def __init__(self, path: str, ports=DEFAULT_PORTS, anonymize: bool = False, opened=None):
+        """`ports`: the Redis server ports; None finds them by content (`discover.find_redis_ports`), which
+        reads the capture once more, so a stream must name them. `opened`: the input's OpenedInput when its
+        first bytes were already read (a FIFO, a pipe)."""
         self.path = os.fspath(path)
         self.found_ports = ports is None
+        if ports is None and opened is not None and opened.stream is not None:
+            raise UsageError(f"{self.path}: a capture read from a stream needs --port (finding Redis by its "
+                             "content reads the capture twice)")
         self.ports = find_redis_ports(self.path) if ports is None else check_ports(ports)
-        self.size_bytes = os.path.getsize(self.path)
+        self.size_bytes = opened.size_bytes if opened is not None else os.path.getsize(self.path)
+        native_args = opened.native_args() if opened is not None else {}
         # A fresh salt per parse: anonymized keys are consistent within the trace and useless outside it.
         salt = secrets.randbits(64) if anonymize else None
         try:
-            self._parser = _native.CaptureParser(self.path, self.ports, salt)
+            self._parser = _native.CaptureParser(self.path, self.ports, salt, **native_args)
         except _native.NativeTraceError as e:
             raise TraceFormatError(str(e)) from None
         self.stats: dict = {}

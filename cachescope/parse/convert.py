@@ -6,9 +6,11 @@ import os
 import sys
 
 from cachescope.errors import TraceFormatError
+from cachescope.outputs import check_outputs
 from cachescope.parse.capture_source import DEFAULT_PORTS, CaptureRows
 from cachescope.parse.writers import TraceWriter, output_format
-from cachescope.trace.formats import detect_format
+from cachescope.trace.formats import sniff
+from cachescope.trace.opened import OpenedInput
 
 
 def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,
@@ -16,22 +18,22 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
     """Parses `source` (a capture, a MONITOR log, or a tcpflow output directory) into `output`; returns the
     counters (packets, connections, gaps, ...). `ports=None`: a capture's Redis ports are found by content."""
     out_fmt = output_format(output, fmt)
+    check_outputs([("capture", source)], [("-o", output)])
     if os.path.isdir(source):
         from cachescope.parse.tcpflow_source import TcpflowRows
 
         rows = TcpflowRows(source, DEFAULT_PORTS if ports is None else ports, anonymize)
     else:
-        kind = detect_format(source)
+        opened = OpenedInput(source)
+        kind = sniff(opened)
         if kind == "monitor":
             from cachescope.parse.monitor_log import MonitorRows
 
-            rows = MonitorRows(source, anonymize)
+            rows = MonitorRows(source, anonymize, opened=opened)
         elif kind == "pcap":
-            rows = CaptureRows(source, ports, anonymize)
+            rows = CaptureRows(source, ports, anonymize, opened=opened)
         else:
             raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
-    if os.path.abspath(source) == os.path.abspath(output):
-        raise TraceFormatError(f"{output}: the output would overwrite the input")
     from tqdm import tqdm
 
     with tqdm(total=rows.size_bytes, unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,

@@ -25,6 +25,9 @@ _WRITES = {"HSET": "field_values", "HMSET": "field_values", "SET": "key_value", 
            "MSET": "key_values", "HDEL": "fields", "DEL": "keys", "UNLINK": "keys", "EXPIRE": "key"}
 _DELETES = {"HDEL", "DEL", "UNLINK"}
 BATCH_ROWS = 1 << 16
+# Longest line read, as simulate.py's text reader (src/trace/reader.rs): a file without newlines is refused
+# instead of being read into memory whole.
+MAX_LINE_BYTES = 64 << 20
 
 
 def _unescape(arg: bytes) -> str:
@@ -34,19 +37,24 @@ def _unescape(arg: bytes) -> str:
 
 
 class MonitorRows:
-    def __init__(self, path: str, anonymize: bool = False):
+    def __init__(self, path: str, anonymize: bool = False, opened=None):
+        """`opened`: the input's OpenedInput when its first bytes were already read (a FIFO, a pipe)."""
         if anonymize:
             raise TraceFormatError(f"{path}: --anonymize is for captures; anonymize a MONITOR log after parsing it")
         self.path = path
-        self.size_bytes = os.path.getsize(path)
+        self._opened = opened
+        self.size_bytes = opened.size_bytes if opened is not None else os.path.getsize(path)
         self.bytes_read = 0
         self.stats = {"lines": 0, "commands": 0, "rows": 0, "connections": 0, "other_commands": {}}
 
     def record_batches(self) -> Iterator[pa.RecordBatch]:
         clients: dict[str, int] = {}
         rows: list[tuple] = []
-        with open(self.path, "rb") as f:
-            for lineno, line in enumerate(f, start=1):
+        with (self._opened.python_file() if self._opened is not None else open(self.path, "rb")) as f:
+            for lineno, line in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), start=1):
+                if len(line) > MAX_LINE_BYTES:
+                    raise TraceFormatError(f"{self.path}: line {lineno}: line longer than {MAX_LINE_BYTES >> 20} "
+                                           "MiB: not a MONITOR log")
                 self.bytes_read += len(line)
                 line = line.rstrip(b"\r\n")
                 if not line.strip() or (line.strip() == b"OK" and self.stats["commands"] == 0):
@@ -55,6 +63,9 @@ class MonitorRows:
                 if not m:
                     raise TraceFormatError(f"{self.path}: line {lineno}: not a MONITOR line")
                 ts = int(m.group(1)) * 10**9 + int(m.group(2).ljust(9, b"0"))
+                if ts >= 2**63:  # 11-digit seconds: past what int64 nanoseconds reach
+                    raise TraceFormatError(f"{self.path}: line {lineno}: time {m.group(1).decode()}."
+                                           f"{m.group(2).decode()} is past 2262-04-11, beyond nanosecond timestamps")
                 client = m.group(4).decode("utf-8", "replace")
                 args = [_unescape(a) for a in _ARG.findall(m.group(5))]
                 if not args:

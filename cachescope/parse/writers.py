@@ -7,14 +7,15 @@ carries only sizes."""
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cachescope import _native
 from cachescope.errors import UsageError
 from cachescope.parse.keytext import key_bytes
+from cachescope.outputs import in_place, rename_target
 from cachescope.parse.schema import SCHEMA
 
 OUTPUT_FORMATS = ("parquet", "commands", "monitor", "oracleGeneral")
@@ -49,23 +50,39 @@ def output_format(path: str, forced: str | None) -> str:
 class TraceWriter:
     """Writes record batches to `path` in `fmt`; use as a context manager. The trace is written beside `path`
     and moved there only when the parse succeeded: a failed parse leaves no half-written trace behind, and
-    never clobbers an earlier complete one."""
+    never clobbers an earlier complete one. A FIFO, a device or /dev/stdout is written in place instead
+    (renaming a file over it would replace it)."""
 
     def __init__(self, path: str, fmt: str):
         self.path, self.fmt = path, fmt
-        directory, name = os.path.split(os.path.abspath(path))
-        self._partial = os.path.join(directory, f".{name}.partial")
+        self._in_place = in_place(path)
+        if self._in_place:
+            self._partial = path
+        else:
+            directory, name = os.path.split(rename_target(path))
+            self._partial = os.path.join(directory, f".{name}.partial")
         self._parquet = None
+        self._stream = None
         self._file = None
         self._oracle = _OracleGeneral() if fmt == "oracleGeneral" else None
 
     def __enter__(self):
+        try:
+            self._open()
+        except BaseException:  # Ctrl-C or SIGTERM while opening: `with` will not call __exit__
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _open(self) -> None:
         if self.fmt == "parquet":
-            self._parquet = pq.ParquetWriter(self._partial, SCHEMA, compression="zstd",
-                                             write_statistics=list(_STATISTICS))
+            where = self._partial
+            if self._in_place:
+                self._stream = pa.PythonFile(_Forward(open(self._partial, "wb")), mode="w")
+                where = self._stream
+            self._parquet = pq.ParquetWriter(where, SCHEMA, compression="zstd", write_statistics=list(_STATISTICS))
         elif self.fmt in ("commands", "monitor"):
             self._file = open(self._partial, "w", encoding="utf-8", newline="\n")
-        return self
 
     def write(self, rb: pa.RecordBatch) -> None:
         if self._parquet is not None:
@@ -78,15 +95,46 @@ class TraceWriter:
     def __exit__(self, *exc):
         if self._parquet is not None:
             self._parquet.close()
+        if self._stream is not None:
+            self._stream.close()
         if self._file is not None:
             self._file.close()
         if exc[0] is not None:
-            if os.path.exists(self._partial):
+            if not self._in_place and os.path.exists(self._partial):
                 os.remove(self._partial)
             return
         if self._oracle is not None:
             self._oracle.write(self._partial)
-        os.replace(self._partial, self.path)
+        if not self._in_place:
+            os.replace(self._partial, rename_target(self.path))
+
+
+class _Forward:
+    """A file written front to back that counts its bytes: Parquet's writer asks where it is (tell), which a
+    FIFO or a terminal cannot answer by seeking."""
+
+    def __init__(self, f):
+        self._f, self._n, self.closed = f, 0, False
+
+    def write(self, data) -> int:
+        self._n += len(data)
+        return self._f.write(data)
+
+    def tell(self) -> int:
+        return self._n
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+        self.closed = True
 
 
 def _text_lines(rb: pa.RecordBatch, monitor: bool):
@@ -147,30 +195,84 @@ def _redis_quote(arg: str) -> str:
 class _OracleGeneral:
     """libCacheSim's binary trace: 24-byte records (u32 time in s, u64 id, u32 size, i64 next access), reads
     only. The id is the cache key hash cachescope simulates; the next access is the position of the next
-    read of that key (-1 for none), so Belady can run on it. Memory: 16 bytes per read until the end."""
+    read of that key (-1 for none), so Belady can run on it.
+
+    Memory is bounded by the keys, not the reads: records go to a temporary file as they come (next access
+    unknown), then a second pass reads the file backwards a chunk at a time and fills the next accesses in from
+    a map of key -> its nearest later position, kept as two sorted arrays: 16 bytes per unique key read (and
+    a copy of them while a chunk's new keys are merged in), plus a chunk of CHUNK records."""
 
     DTYPE = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+    CHUNK = 1 << 20
 
     def __init__(self):
-        self.ids, self.ts, self.sizes = [], [], []
+        import tempfile
+
+        self._records = tempfile.TemporaryFile()
+        self._count = 0
+        self._ts0 = None
 
     def add(self, rb: pa.RecordBatch) -> None:
         from cachescope.trace.parquet import _hash_columns
 
         reads = np.asarray(rb.column("op").indices) == 0
         rb = rb.filter(pa.array(reads))
-        if rb.num_rows:
-            self.ids.append(_hash_columns(rb, "field", "", 0)["keys"])
-            self.ts.append(rb.column("ts_ns").to_numpy())
-            self.sizes.append(rb.column("value_size").fill_null(1).to_numpy().astype(np.uint32))
+        if not rb.num_rows:
+            return
+        rec = np.zeros(rb.num_rows, dtype=self.DTYPE)
+        ts = rb.column("ts_ns").to_numpy()
+        if self._ts0 is None:
+            self._ts0 = int(ts[0])
+        rec["time"] = (ts - self._ts0) // 10**9
+        rec["id"] = _hash_columns(rb, "field", "", 0)["keys"]
+        rec["size"] = np.maximum(rb.column("value_size").fill_null(1).to_numpy().astype(np.uint32), 1)
+        rec["next"] = -1
+        self._records.write(rec.tobytes())
+        self._count += len(rec)
 
     def write(self, path: str) -> None:
-        ids = np.concatenate(self.ids) if self.ids else np.zeros(0, np.uint64)
-        rec = np.zeros(len(ids), dtype=self.DTYPE)
-        if len(ids):
-            ts = np.concatenate(self.ts)
-            rec["time"] = (ts - ts[0]) // 10**9
-            rec["id"] = ids
-            rec["size"] = np.maximum(np.concatenate(self.sizes), 1)
-            rec["next"] = _native.next_access(ids).view(np.int64)  # "never" (2**64-1) reads as -1
-        rec.tofile(path)
+        """Fills in the next accesses, last chunk first, then copies the records to `path`."""
+        f, size = self._records, self.DTYPE.itemsize
+        keys, later = np.zeros(0, np.uint64), np.zeros(0, np.int64)  # sorted keys, nearest later read
+        for start in range((self._count - 1) // self.CHUNK * self.CHUNK, -1, -self.CHUNK):
+            n = min(self.CHUNK, self._count - start)
+            f.seek(start * size)
+            rec = np.frombuffer(f.read(n * size), dtype=self.DTYPE).copy()
+            keys, later = _fill_next(rec, start, keys, later)
+            f.seek(start * size)
+            f.write(rec.tobytes())
+        f.seek(0)
+        import shutil
+
+        with open(path, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+        f.close()
+
+
+def _fill_next(rec: np.ndarray, start: int, keys: np.ndarray, later: np.ndarray):
+    """Sets rec["next"] (records at positions start..) from the reads after them in the chunk, else from the
+    map (keys sorted, later[i] the first read of keys[i] after the chunk); returns the map updated with the
+    chunk's first read of each key."""
+    ids = rec["id"]
+    pos = np.arange(start, start + len(rec), dtype=np.int64)
+    order = np.lexsort((pos, ids))  # by key, then position
+    sorted_ids, sorted_pos = ids[order], pos[order]
+    same = sorted_ids[1:] == sorted_ids[:-1]
+    nxt = np.full(len(rec), -1, dtype=np.int64)
+    nxt[order[:-1][same]] = sorted_pos[1:][same]
+    last = np.ones(len(rec), dtype=bool)  # each key's last read in the chunk: its next one is after it
+    last[:-1] = ~same
+    if len(keys):
+        at = np.minimum(np.searchsorted(keys, sorted_ids[last]), len(keys) - 1)
+        known = keys[at] == sorted_ids[last]
+        nxt[order[last][known]] = later[at[known]]
+    rec["next"] = nxt
+    first = np.ones(len(rec), dtype=bool)  # each key's first read in the chunk: the map's new entry
+    first[1:] = ~same
+    new_keys, new_pos = sorted_ids[first], sorted_pos[first]
+    at = np.searchsorted(keys, new_keys)
+    known = np.zeros(len(new_keys), dtype=bool)
+    inside = at < len(keys)
+    known[inside] = keys[at[inside]] == new_keys[inside]
+    later[at[known]] = new_pos[known]
+    return np.insert(keys, at[~known], new_keys[~known]), np.insert(later, at[~known], new_pos[~known])

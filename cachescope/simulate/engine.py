@@ -20,6 +20,9 @@ from cachescope.simulate.sizing import parse_targets
 from cachescope.trace.readers import TraceSource, open_trace
 
 DEFAULT_WINDOW = 10_000
+# Most timeline points a simulation keeps (each costs 8 bytes per run in the core, and a row per run in the
+# timeline frame): a window of 1 lookup over 10 M lookups would otherwise hold gigabytes.
+MAX_WINDOWS = 1_000_000
 
 
 def simulate_trace(
@@ -109,8 +112,8 @@ def simulate_trace(
         rolling = (opt.parse_duration(rolling_restart_every), opt.parse_duration(rolling_over))
     policy_params = _policy_params(params or {}, {name for name, _ in runs} | {f[0] for f in fleets}
                                    | set(curve_policies))
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1")
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window < 2**63:
+        raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1 (and below 2**63)")
     if writes not in opt.WRITE_MODES:
         raise UsageError(f"writes {writes!r}: choose from {', '.join(opt.WRITE_MODES)}")
     if not isinstance(entry_overhead, int) or not 0 <= entry_overhead < 2**32:
@@ -119,6 +122,10 @@ def simulate_trace(
     allow = None if allow_list is None else opt.read_allow_list(allow_list)
     future = None
     if any(p in _native.NEEDS_FUTURE for p, _ in runs):
+        if not source.rereadable:
+            raise UsageError(f"{source.path}: {', '.join(p for p, _ in runs if p in _native.NEEDS_FUTURE)} reads "
+                             "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
+                             "save the trace to a file first")
         future = _next_accesses(open_trace(source.path, source.format, source.granularity, source.ports), allow, progress)
     native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None, policy_params.get(p, {}))
                    for p, c in runs]
@@ -131,7 +138,7 @@ def simulate_trace(
             allow=allow,
             refreshes=[] if refresh_schedule is None else opt.read_refresh_schedule(refresh_schedule),
             restarts_at=restarts,
-            restart_every_ns=None if restart_every is None else opt.parse_duration(restart_every),
+            restart_every_ns=None if restart_every is None else _restart_interval(restart_every),
             future=future,
         )
         for policy, cap, n, r in fleets:
@@ -155,6 +162,10 @@ def simulate_trace(
                 sim.feed(**batch)
             except ValueError as e:
                 raise TraceFormatError(f"{source.path}: {e}") from None
+            if sim.lookups > window * MAX_WINDOWS:
+                raise UsageError(f"{source.path}: --window {window:,} makes more than {MAX_WINDOWS:,} timeline "
+                                 f"points over this trace ({sim.lookups:,} lookups read so far): give a larger "
+                                 "--window")
             bar.update(source.bytes_read - bar.n)
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
                                               [f[1].unit for f in fleets])
@@ -189,6 +200,14 @@ def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, sa
             mini_rate = rate or MINISIM_RATE
             mini_caps = minisim_capacities(mini_rate, unit) if auto else caps
             sim.add_minisim(policy, mini_caps, mini_rate, salts, params.get(policy, {}), overhead)
+
+
+def _restart_interval(restart_every) -> int:
+    ns = opt.parse_duration(restart_every)
+    if ns < opt.MIN_RESTART_EVERY_NS:
+        raise UsageError(f"restart interval {restart_every!r} is shorter than a second: every cache would restart "
+                         "more often than it could fill (give 1s or more)")
+    return ns
 
 
 def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:

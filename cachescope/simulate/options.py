@@ -4,8 +4,9 @@ durations, times, batch refresh schedules, allow-lists, and the memory an entry 
 from __future__ import annotations
 
 import csv
+import math
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from cachescope import _native
 from cachescope.errors import UsageError
@@ -19,6 +20,13 @@ WRITE_MODES = ("ignore", "invalidate", "update")
 # frequency sketch's 8 bytes per entry of maximum size. 40+32+8+24+24+16+16+8 = 168.
 DEFAULT_ENTRY_OVERHEAD = 168
 
+# Times and durations are i64 nanoseconds in the core: 1677-09-21 to 2262-04-11 since the epoch.
+NS_MAX = 2**63 - 1
+NS_MIN = -(2**63)
+# Shortest --restart-every: each restart empties every cache, so a nanosecond interval would mean billions of
+# restarts a second of trace (and the list of restart times with them).
+MIN_RESTART_EVERY_NS = 10**9
+
 _DURATION_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, "m": 60 * 10**9,
                    "min": 60 * 10**9, "h": 3600 * 10**9, "hr": 3600 * 10**9, "d": 86400 * 10**9}
 
@@ -26,6 +34,8 @@ _DURATION_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, 
 def parse_duration(text) -> int:
     """`90s`, `15m`, `6h`, `1d`, `500ms`, or a number of seconds, as ns."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if not math.isfinite(text):
+            raise UsageError(f"duration {text!r} is not a number of seconds")
         ns = int(text * 10**9)
     else:
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text))
@@ -36,6 +46,8 @@ def parse_duration(text) -> int:
         ns = int(float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"])
     if ns <= 0:
         raise UsageError(f"duration {text!r} must be positive")
+    if ns > NS_MAX:
+        raise UsageError(f"duration {text!r} is too long (at most 292 years)")
     return ns
 
 
@@ -44,14 +56,22 @@ def parse_time(text) -> int:
     s = str(text).strip()
     if re.fullmatch(r"[0-9]+(\.[0-9]+)?", s):
         whole, _, frac = s.partition(".")
-        return int(whole) * 10**9 + int((frac + "000000000")[:9])
+        return _in_range(int(whole) * 10**9 + int((frac + "000000000")[:9]), s)
     try:
         dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        # Whole seconds from the date (exact for any year), microseconds apart: no float rounding.
+        seconds = (dt - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(seconds=1)
+    except (ValueError, OverflowError):
         raise UsageError(f"time {s!r} is neither unix seconds nor an ISO 8601 date-time") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp()) * 10**9 + dt.microsecond * 1000
+    return _in_range(seconds * 10**9 + dt.microsecond * 1000, s)
+
+
+def _in_range(ns: int, text: str) -> int:
+    if not NS_MIN <= ns <= NS_MAX:
+        raise UsageError(f"time {text!r} is outside 1677-09-21 to 2262-04-11 (nanosecond timestamps)")
+    return ns
 
 
 def feature_hash(feature: str) -> int:
@@ -84,18 +104,32 @@ def read_refresh_schedule(source) -> list[tuple[int, int]]:
     if not isinstance(source, str):
         return [(parse_time(t), feature_hash(str(f))) for f, t in source]
     out = []
-    with open(source, newline="", encoding="utf-8") as f:
-        for lineno, row in enumerate(csv.reader(f), start=1):
-            if not row or row[0].strip().startswith("#"):
-                continue
-            if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["feature", "time"]:
-                continue
-            if len(row) != 2:
-                raise UsageError(f"{source}: line {lineno}: expected `feature,time`, got {len(row)} columns")
-            try:
-                out.append((parse_time(row[1]), feature_hash(row[0])))
-            except UsageError as e:
-                raise UsageError(f"{source}: line {lineno}: {e}") from None
+    lineno = 0
+    try:
+        with open(source, newline="", encoding="utf-8") as f:
+            for lineno, row in enumerate(csv.reader(f), start=1):
+                entry = _schedule_row(source, lineno, row)
+                if entry is not None:
+                    out.append(entry)
+    except (UnicodeDecodeError, csv.Error) as e:
+        # Text is decoded ahead of the CSV rows, so a bad byte is placed only roughly.
+        why = f"bytes that are not UTF-8 after line {lineno}" if isinstance(e, UnicodeDecodeError) \
+            else f"line {lineno + 1}: {e}"
+        raise UsageError(f"{source}: not a CSV of `feature,time` rows ({why})") from None
     if not out:
         raise UsageError(f"{source}: the refresh schedule is empty")
     return out
+
+
+def _schedule_row(source: str, lineno: int, row: list[str]):
+    """(time ns, field hash) of one CSV row of a refresh schedule; None for a comment, blank or header row."""
+    if not row or row[0].strip().startswith("#"):
+        return None
+    if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["feature", "time"]:
+        return None
+    if len(row) != 2:
+        raise UsageError(f"{source}: line {lineno}: expected `feature,time`, got {len(row)} columns")
+    try:
+        return parse_time(row[1]), feature_hash(row[0])
+    except UsageError as e:
+        raise UsageError(f"{source}: line {lineno}: {e}") from None

@@ -8,6 +8,18 @@ from cachescope.simulate.registry import INFINITE
 from cachescope.simulate.result import human_count, label
 
 
+def check_plot_path(path: str) -> None:
+    """Refuses a file name whose extension matplotlib cannot write (no extension: PNG)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from cachescope.errors import UsageError
+
+    ext = os.path.splitext(str(path))[1].lower().lstrip(".")
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if ext and ext not in supported:
+        raise UsageError(f"{path}: cannot draw a .{ext} file; --plot writes {', '.join(sorted(supported))}")
+
+
 def plot_timeline(result, path: str | None = None, title: str | None = None, ax=None):
     """Draws the timeline on `ax` (a new figure if None); saves it to `path` if given; returns the Figure."""
     # A bare Figure rather than pyplot: no global backend is chosen or needed, so this works headless and

@@ -6,6 +6,7 @@ import os
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.trace.opened import OpenedInput
 
 TEXT_FORMATS = ("commands", "monitor", "keys")
 FORMATS = (*TEXT_FORMATS, "parquet", "pcap")
@@ -20,21 +21,25 @@ _BY_EXTENSION = {
     ".pcap": "pcap",
     ".pcapng": "pcap",
 }
-_SNIFF_BYTES = 64 * 1024
 
 
 def detect_format(path: str, forced: str | None = None) -> str:
     """The format to read `path` as; raises TraceFormatError for a file that is no trace at all."""
+    opened = OpenedInput(path) if forced is None or forced in FORMATS else None
+    try:
+        return sniff(opened, forced)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def sniff(opened: OpenedInput | None, forced: str | None = None) -> str:
+    """The format to read an input as, from --format, else its first bytes and its name."""
     if forced is not None and forced not in FORMATS:
         raise UsageError(f"unknown trace format {forced!r}; choose from {', '.join(FORMATS)}")
-    if not os.path.exists(path):
-        raise TraceFormatError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise TraceFormatError(f"{path}: is a directory, not a trace file")
-    with open(path, "rb") as f:
-        head = f.read(_SNIFF_BYTES)
     if forced is not None:
         return forced
+    path, head = opened.path, opened.head
     if head.startswith(b"PAR1"):
         return "parquet"
     if _native.is_capture(head):

@@ -31,6 +31,7 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
         raise TraceFormatError(f"{path}: Parquet trace has no 'key' column (it has: {', '.join(names)})")
     # The client column is read only when asked for (routing by client): a string column costs time to decode.
     columns = [c for c in (*_COLUMNS, *(("client",) if src.want_clients else ())) if c in names]
+    _check_types(path, pf.schema_arrow)
     total_rows = max(pf.metadata.num_rows, 1)
     events = RecordBatchEvents(src)
     try:
@@ -39,10 +40,27 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
             src._bytes_read = src.size_bytes * events.rows // total_rows
             if batch is not None:
                 yield batch
-    except pa.ArrowException as e:
+    except (pa.ArrowException, OSError, ValueError) as e:  # a corrupt page: Arrow raises IO and value errors too
         raise TraceFormatError(f"{path}: corrupt Parquet data after row {events.rows} ({e})") from None
     if src.info.commands == 0:
         raise TraceFormatError(f"{path}: empty trace: no commands")
+
+
+def _check_types(path: str, schema: pa.Schema) -> None:
+    """Refuses columns of a type the trace schema cannot mean (a `req` of strings), naming file and column."""
+    kinds = {"req": "integers", "ts_ns": "integers", "value_size": "integers", "key": "strings",
+             "field": "strings", "op": "strings"}
+    for name, kind in kinds.items():
+        if name not in schema.names:
+            continue
+        t = schema.field(name).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        ok = (pa.types.is_integer(t) or pa.types.is_timestamp(t) and name == "ts_ns") if kind == "integers" \
+            else (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                  or pa.types.is_large_binary(t) or pa.types.is_null(t))
+        if not ok:
+            raise TraceFormatError(f"{path}: column {name!r} holds {t}, not {kind} (see the trace schema)")
 
 
 class RecordBatchEvents:

@@ -14,7 +14,8 @@ import numpy as np
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
-from cachescope.trace.formats import TEXT_FORMATS, detect_format
+from cachescope.trace.formats import FORMATS, TEXT_FORMATS, sniff
+from cachescope.trace.opened import OpenedInput
 
 BATCH_EVENTS = 1 << 20
 GRANULARITIES = ("field", "entity")
@@ -45,9 +46,12 @@ class TraceSource:
         if granularity not in GRANULARITIES:
             raise UsageError(f"unknown granularity {granularity!r}; choose field or entity")
         self.path = os.fspath(path)
-        self.format = detect_format(self.path, format)
+        if format is not None and format not in FORMATS:
+            sniff(None, format)  # the one-line error naming the formats
+        self._opened = OpenedInput(self.path)
+        self.format = sniff(self._opened, format)
         self.granularity = granularity
-        self.size_bytes = os.path.getsize(self.path)
+        self.size_bytes = self._opened.size_bytes
         self.info = TraceInfo(self.path, self.format)
         if self.format == "pcap":
             from cachescope.parse.capture_source import check_ports
@@ -76,15 +80,28 @@ class TraceSource:
         """How far reading has got, for progress bars."""
         return self._bytes_read
 
+    @property
+    def rereadable(self) -> bool:
+        """Whether the trace can be read a second time (a regular file; not a FIFO or a pipe)."""
+        return self._opened.regular
+
     def batches(self, batch_events: int = BATCH_EVENTS) -> Iterator[Batch]:
         if self.format in TEXT_FORMATS:
-            return self._text_batches(batch_events)
-        if self.format == "pcap":
-            return self._capture_batches(batch_events)
-        return self._parquet_batches(batch_events)
+            batches = self._text_batches(batch_events)
+        elif self.format == "pcap":
+            batches = self._capture_batches(batch_events)
+        else:
+            batches = self._parquet_batches(batch_events)
+        return self._closing(batches)
+
+    def _closing(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+        try:
+            yield from batches
+        finally:
+            self._opened.close()
 
     def _text_batches(self, batch_events: int) -> Iterator[Batch]:
-        reader = _native.TextReader(self.path, self.format, self.granularity)
+        reader = _native.TextReader(self.path, self.format, self.granularity, **self._opened.native_args())
         while True:
             try:
                 batch = reader.next_batch(batch_events)
@@ -104,17 +121,21 @@ class TraceSource:
     def _parquet_batches(self, batch_events: int) -> Iterator[Batch]:
         from cachescope.trace.parquet import read_parquet_batches
 
+        if not self._opened.regular:
+            raise TraceFormatError(f"{self.path}: a Parquet trace must be a regular file (Parquet is read from "
+                                   "its end, a pipe cannot be); save it to a file first")
         yield from read_parquet_batches(self, batch_events)
-
 
     def _capture_batches(self, batch_events: int) -> Iterator[Batch]:
         """A capture parsed on the fly: its rows become events as a Parquet trace's would."""
-        from cachescope.parse.capture_source import CaptureRows
+        from cachescope.parse.capture_source import BATCH_ROWS, CaptureRows
         from cachescope.trace.parquet import RecordBatchEvents
 
-        rows = CaptureRows(self.path, self.ports)
+        rows = CaptureRows(self.path, self.ports, opened=self._opened)
         events = RecordBatchEvents(self)
-        for rb in rows.record_batches(batch_events):
+        # Rows carry their key and field bytes (an MGET of long keys: hundreds of bytes a row), and the parser
+        # holds one batch ahead: parse.py's smaller batches keep that to tens of MiB, not a GiB.
+        for rb in rows.record_batches(min(batch_events, BATCH_ROWS)):
             self._bytes_read = rows.bytes_read
             self.capture_stats = rows.stats
             batch = events.convert(rb)
@@ -125,8 +146,21 @@ class TraceSource:
         self.info.commands = rows.stats.get("commands", self.info.commands)
         self.info.other_commands = sum(rows.stats.get("other_commands", {}).values())
         if self.info.lookups + self.info.writes + self.info.deletes == 0:
-            raise TraceFormatError(f"{self.path}: no Redis commands on port(s) "
-                                   f"{', '.join(map(str, rows.ports))} in this capture ({_summary(rows.stats)})")
+            raise TraceFormatError(f"{self.path}: {_nothing_cached(rows)}")
+
+
+def _nothing_cached(rows) -> str:
+    """Why a capture gives nothing to simulate: no Redis commands at all, or only commands that touch no
+    cached value (PING, INFO, AUTH ...), said with their counts."""
+    ports = ", ".join(map(str, rows.ports))
+    other = rows.stats.get("other_commands") or {}
+    commands = rows.stats.get("commands", 0) or sum(other.values())
+    if not commands:
+        return f"no Redis commands on port(s) {ports} in this capture ({_summary(rows.stats)})"
+    top = sorted(other.items(), key=lambda kv: -kv[1])
+    listed = ", ".join(f"{name} x {n:,}" for name, n in top[:6]) + (", ..." if len(top) > 6 else "")
+    return (f"{commands:,} Redis command{'s' if commands != 1 else ''} on port(s) {ports}, none of them a "
+            f"lookup, write or delete ({listed}): nothing to simulate")
 
 
 def _summary(stats: dict) -> str:

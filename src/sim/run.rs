@@ -169,6 +169,9 @@ impl Run {
             let Some(when) = earliest else { return };
             let st = &mut self.st;
             if restart == Some(when) {
+                // Restarts due before the event at `t` find the cache already empty: they count as one, the
+                // last (a gap of days under `restart_every` would otherwise empty the cache millions of times).
+                let when = last_restart_by(opts, first_ts, t).max(when);
                 self.policy = self.policy.emptied();
                 st.dirty.clear();
                 st.ttl = Ttl::default();
@@ -193,6 +196,18 @@ impl Run {
     }
 }
 
+/// The last restart due at or before `t` (explicit or periodic); i64::MIN when none is.
+fn last_restart_by(opts: &Options, first_ts: Option<i64>, t: i64) -> i64 {
+    let explicit = opts.restarts_at.iter().copied().filter(|&r| r <= t).max();
+    // Periodic restarts fall at first + phase + k * every, k >= 1 (the phase is a pod's place in a rolling one).
+    let phase = opts.restart_phase_ns;
+    let periodic = opts.restart_every_ns.zip(first_ts).and_then(|(every, first)| {
+        let k = t.saturating_sub(first).saturating_sub(phase).div_euclid(every);
+        (k >= 1).then(|| first.saturating_add(phase).saturating_add(k.saturating_mul(every)))
+    });
+    explicit.into_iter().chain(periodic).max().unwrap_or(i64::MIN)
+}
+
 /// The first restart after `last` (or after the trace's start): an explicit time or the next interval.
 pub(crate) fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i64>) -> Option<i64> {
     let after = last.or(first_ts)?;
@@ -200,7 +215,8 @@ pub(crate) fn next_restart(opts: &Options, first_ts: Option<i64>, last: Option<i
     let periodic = opts.restart_every_ns.zip(first_ts).map(|(every, first)| {
         let phase = opts.restart_phase_ns;
         let k = ((after - first - phase).div_euclid(every) + 1).max(1);
-        first + phase + k * every
+        // An interval of centuries must not wrap into the past.
+        first.saturating_add(phase).saturating_add(k.saturating_mul(every))
     });
     explicit.into_iter().chain(periodic).min()
 }
@@ -262,8 +278,8 @@ impl RunState {
             if !hit {
                 self.counters.evictions += (before as u64 + 1).saturating_sub(p.len() as u64);
                 if let (Some(ttl), Some(t)) = (opts.ttl_ns, ev.ts(i)) {
-                    self.ttl.queue.push_back((t + ttl, key));
-                    self.ttl.latest.insert(key, t + ttl);
+                    self.ttl.queue.push_back((t.saturating_add(ttl), key)); // never wrapped into the past
+                    self.ttl.latest.insert(key, t.saturating_add(ttl));
                 }
             }
             hit

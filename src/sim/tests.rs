@@ -141,6 +141,15 @@ fn restarts_empty_the_cache() {
 }
 
 #[test]
+fn restarts_in_a_gap_count_once() {
+    let mut opts = Options::with_window(100);
+    opts.restart_every_ns = Some(1);
+    // A gap of 10^12 intervals between lookups: one restart (at the last interval before t), not 10^12.
+    let c = clocked_sim(opts, &[1, 1, 1], &[0, 1_000_000_000_000, 1_000_000_000_000], None);
+    assert_eq!((c.hits, c.restarts), (1, 1));
+}
+
+#[test]
 fn refresh_evicts_every_value_of_a_feature() {
     let mut opts = Options::with_window(100);
     opts.refreshes = vec![(50, 11)];

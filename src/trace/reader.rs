@@ -230,7 +230,12 @@ impl<R: BufRead> TextReader<R> {
             return Ok(());
         }
         let space = trimmed.iter().position(|&c| c == b' ').ok_or_else(|| self.error(MONITOR_SHAPE))?;
-        let ts = parse_epoch_ns(&trimmed[..space]).ok_or_else(|| self.error(MONITOR_SHAPE))?;
+        let stamp = &trimmed[..space];
+        let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
+            // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
+            true => self.error(format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp))),
+            false => self.error(MONITOR_SHAPE),
+        })?;
         let rest = &trimmed[space + 1..];
         if rest.first() != Some(&b'[') {
             return Err(self.error(MONITOR_SHAPE));
@@ -326,21 +331,26 @@ fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, b
     Ok(())
 }
 
-/// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch.
+/// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch; None when it is not
+/// a time, or one past what nanoseconds in an i64 reach (2262-04-11).
 pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
+    if !looks_like_epoch(s) {
+        return None;
+    }
+    let (secs, frac) = s.split_at(s.iter().position(|&c| c == b'.').unwrap_or(s.len()));
+    let frac = frac.get(1..).unwrap_or_default();
+    let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
+    let frac_ns = digits(frac) * 10i64.pow(9 - frac.len() as u32);
+    digits(secs).checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+/// Whether `s` is written as a unix time (up to 11 digits of seconds, up to 9 of fraction), whatever its value.
+pub fn looks_like_epoch(s: &[u8]) -> bool {
     let (secs, frac) = match s.iter().position(|&c| c == b'.') {
         Some(dot) => (&s[..dot], &s[dot + 1..]),
         None => (s, &b""[..]),
     };
-    if secs.is_empty() || secs.len() > 11 || frac.len() > 9 {
-        return None;
-    }
-    if !secs.iter().chain(frac).all(u8::is_ascii_digit) {
-        return None;
-    }
-    let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
-    let frac_ns = digits(frac) * 10i64.pow(9 - frac.len() as u32);
-    Some(digits(secs) * 1_000_000_000 + frac_ns)
+    !secs.is_empty() && secs.len() <= 11 && frac.len() <= 9 && secs.iter().chain(frac).all(u8::is_ascii_digit)
 }
 
 /// Shows a trace's bytes in an error message without letting control characters through.
@@ -448,5 +458,12 @@ mod tests {
         assert_eq!(parse_epoch_ns(b"12"), Some(12_000_000_000));
         assert_eq!(parse_epoch_ns(b"1.0000000001"), None);
         assert_eq!(parse_epoch_ns(b"x.1"), None);
+        assert_eq!(parse_epoch_ns(b"9223372036.854775807"), Some(i64::MAX));
+        assert_eq!(parse_epoch_ns(b"9223372036.854775808"), None);
+        assert_eq!(parse_epoch_ns(b"99999999999"), None);
+        assert!(looks_like_epoch(b"99999999999.5"));
+        let err = read("99999999999.000001 [0 1.2.3.4:5] \"GET\" \"a\"\n", TextFormat::Monitor).unwrap_err();
+        assert_eq!(err.line, Some(1));
+        assert!(err.message.contains("2262"), "{}", err.message);
     }
 }
