@@ -46,6 +46,10 @@ impl Default for ParseConfig {
     }
 }
 
+/// A batch also ends once its keys and fields reach this many bytes (it then holds at most this plus one
+/// command's, itself bounded by `resp::Limits`), so that long keys cannot make a batch of many rows huge.
+pub const MAX_BATCH_STRING_BYTES: usize = 64 << 20;
+
 pub struct CaptureParser<R: Read> {
     path: String,
     reader: CaptureReader<R>,
@@ -105,7 +109,7 @@ impl<R: Read> CaptureParser<R> {
 
     /// Parses packets until at least `min_rows` rows are ready or the capture ends; None at the end.
     pub fn next_batch(&mut self, min_rows: usize) -> Result<Option<RowBatch>, TraceError> {
-        while !self.done && self.sink.rows.rows() < min_rows {
+        while !self.done && self.sink.rows.rows() < min_rows && self.sink.rows.string_bytes() < MAX_BATCH_STRING_BYTES {
             match self.reader.next_packet() {
                 Ok(Some(packet)) => {
                     if let Some(segment) = self.decode.decode(&packet) {

@@ -145,6 +145,12 @@ impl RowBuilder {
         self.batch.len()
     }
 
+    /// Bytes of keys and fields in the batch so far: with long keys (a huge MGET of long keys, say) these, not
+    /// the rows, are what a batch's memory is.
+    pub fn string_bytes(&self) -> usize {
+        self.batch.key_data.len() + self.batch.field_data.len()
+    }
+
     /// The rows so far; the next batch starts with room for as many (and some slack, since a batch ends
     /// after the command that reaches the caller's row count).
     pub fn take(&mut self) -> RowBatch {

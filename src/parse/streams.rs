@@ -139,7 +139,7 @@ impl<R: Read> StreamParser<R> {
     /// Reads the open connection until at least `min_rows` rows are ready or it ends; None once it has ended
     /// and every row was taken.
     pub fn next_batch(&mut self, min_rows: usize) -> io::Result<Option<RowBatch>> {
-        while self.rows.rows() < min_rows && self.flow.is_some() {
+        while self.rows.rows() < min_rows && self.rows.string_bytes() < super::MAX_BATCH_STRING_BYTES && self.flow.is_some() {
             if !self.step()? {
                 self.close();
             }

@@ -249,3 +249,40 @@ fn connections_that_carry_nothing_leave_nothing_behind() {
     let c: std::collections::HashMap<_, _> = p.counters().into_iter().collect();
     assert_eq!((c["connections"], c["ignored_rsts"], c["commands"]), (u64::from(n), 0, 0));
 }
+
+#[test]
+fn a_batch_of_long_keys_ends_by_its_bytes_not_only_its_rows() {
+    // Forty MGETs of 40 keys of 64 KiB each: 100 MiB of keys in 1,600 rows.
+    let client: SocketAddr = "10.0.0.1:40000".parse().unwrap();
+    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
+    let mut put = |ts: i64, s: Segment| w.packet(ts, &synth::ethernet(&s.ip_packet(), &[])).unwrap();
+    put(T0 - 20, Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") });
+    put(T0 - 10, Segment { flags: 0x12, ..Segment::new(server, client, 0, b"") });
+    let (mut c_seq, mut s_seq) = (1u32, 1u32);
+    for i in 0..40u32 {
+        let mut request = b"*41\r\n$4\r\nMGET\r\n".to_vec();
+        for k in 0..40u32 {
+            let key = format!("{i:04}{k:04}").repeat(8 << 10);
+            request.extend_from_slice(format!("${}\r\n{key}\r\n", key.len()).as_bytes());
+        }
+        let mut reply = b"*40\r\n".to_vec();
+        (0..40).for_each(|_| reply.extend_from_slice(b"$-1\r\n"));
+        for chunk in request.chunks(60_000) {
+            put(T0 + i64::from(i) * 1000, Segment::new(client, server, c_seq, chunk));
+            c_seq += chunk.len() as u32;
+        }
+        put(T0 + i64::from(i) * 1000 + LATENCY, Segment::new(server, client, s_seq, &reply));
+        s_seq += reply.len() as u32;
+    }
+    let bytes = w.into_inner();
+    let mut p = CaptureParser::new(Cursor::new(bytes), "big.pcap", &ParseConfig::default()).unwrap();
+    let mut sizes = Vec::new();
+    while let Some(b) = p.next_batch(usize::MAX).unwrap() {
+        sizes.push((b.len(), b.key_data.len()));
+    }
+    assert_eq!(sizes.iter().map(|s| s.0).sum::<usize>(), 1600);
+    assert!(sizes.len() >= 2, "{sizes:?}");
+    let one_command = 40 * (64 << 10);
+    assert!(sizes.iter().all(|&(_, key_bytes)| key_bytes <= super::MAX_BATCH_STRING_BYTES + one_command), "{sizes:?}");
+}
