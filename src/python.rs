@@ -89,7 +89,17 @@ impl TextReader {
         if !b.clients.is_empty() {
             d.set_item("clients", b.clients.into_pyarray(py))?;
         }
+        if !b.shards.is_empty() {
+            d.set_item("shards", b.shards.into_pyarray(py))?;
+            d.set_item("unmatched_shards", b.unmatched_shards)?;
+        }
         Ok(Some(d))
+    }
+
+    /// From the next batch on, each event carries the hash of the shard id `pattern` takes from its key.
+    fn set_key_pattern(&mut self, pattern: &str) -> PyResult<()> {
+        self.inner.set_key_pattern(crate::fleet::pattern::KeyPattern::new(pattern).map_err(value_err)?);
+        Ok(())
     }
 
     /// The client hosts seen so far, by the index the `clients` column holds.
@@ -317,7 +327,7 @@ impl Simulation {
     }
 
     #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None,
-                        clients=None))]
+                        clients=None, shards=None))]
     #[allow(clippy::too_many_arguments)]
     fn feed(
         &mut self,
@@ -331,6 +341,7 @@ impl Simulation {
         key_bytes: Option<PyReadonlyArray1<u32>>,
         reqs: Option<PyReadonlyArray1<u64>>,
         clients: Option<PyReadonlyArray1<u32>>,
+        shards: Option<PyReadonlyArray1<u64>>,
     ) -> PyResult<()> {
         let ev = Events {
             keys: keys.as_slice()?,
@@ -342,6 +353,7 @@ impl Simulation {
             key_bytes: key_bytes.as_ref().map(|a| a.as_slice()).transpose()?,
             reqs: reqs.as_ref().map(|a| a.as_slice()).transpose()?,
             clients: clients.as_ref().map(|a| a.as_slice()).transpose()?,
+            shards: shards.as_ref().map(|a| a.as_slice()).transpose()?,
         };
         let inner = &mut self.inner;
         py.detach(|| inner.feed(&ev)).map_err(value_err)
@@ -539,6 +551,21 @@ fn hash_string_column<'py>(
     Ok(py.detach(|| hash::hash_string_column(o, d)).map_err(value_err)?.into_pyarray(py))
 }
 
+/// The shard id hash `pattern` takes from each string of a column (offsets into data), and how many did not
+/// match (their whole key is their shard).
+#[pyfunction]
+fn shard_column<'py>(
+    py: Python<'py>,
+    pattern: &str,
+    offsets: PyReadonlyArray1<i64>,
+    data: PyReadonlyArray1<u8>,
+) -> PyResult<(Bound<'py, PyArray1<u64>>, u64)> {
+    let p = crate::fleet::pattern::KeyPattern::new(pattern).map_err(value_err)?;
+    let (o, d) = (offsets.as_slice()?, data.as_slice()?);
+    let (shards, unmatched) = py.detach(|| p.shard_column(o, d)).map_err(value_err)?;
+    Ok((shards.into_pyarray(py), unmatched))
+}
+
 #[pyfunction]
 fn hash_field_column<'py>(
     py: Python<'py>,
@@ -651,6 +678,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_optional_column, m)?)?;
     m.add_function(wrap_pyfunction!(key_hash, m)?)?;
     m.add_function(wrap_pyfunction!(next_access, m)?)?;

@@ -140,3 +140,30 @@ def test_client_routing_needs_a_trace_that_knows_its_clients(tmp):
     (tmp / "t.txt").write_text(as_commands_text(random_commands(1)))
     bad = run_cli("simulate.py", tmp / "t.txt", "--lru", "10", "--route", "client")
     assert bad.returncode == 2 and "knows its clients" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_key_pattern_routing_puts_every_key_of_one_id_on_one_pod(trace, tmp):
+    path, events = trace
+    # The entities are st_0 .. st_11: shard by the id's last digit, so st_1 and st_11 share a pod.
+    result = cachescope.simulate_trace(path, lru=[10_000], pods=4, route="key-pattern,entity",
+                                       key_pattern=r"^st_\d*?(\d)$")
+    rows = {r["route"]: r for r in result.summary.to_dict("records")}
+    assert rows["key-pattern"]["misses"] == result.unique_keys == rows["entity"]["misses"]
+    assert result.unmatched_shards == 0
+    # One id for every key: one pod takes all the lookups.
+    one = cachescope.simulate_trace(path, lru=[10], pods=4, route="key-pattern", key_pattern=r"^(st)_").summary
+    loads = sorted(p["lookups"] for p in one["per_pod"][0])
+    assert loads[:3] == [0, 0, 0] and one["load_imbalance"][0] == 4.0
+    # Keys the pattern misses are their own shards, and counted.
+    none = cachescope.simulate_trace(path, lru=[10_000], pods=4, route="key-pattern", key_pattern=r"^(cx)_")
+    assert none.unmatched_shards == len(events) and none.summary["misses"][0] == none.unique_keys
+
+
+def test_a_bad_key_pattern_is_one_line(trace):
+    path, _ = trace
+    for pattern, message in (("(", "key pattern"), ("st_", "no capture group")):
+        bad = run_cli("simulate.py", path, "--lru", "10", "--pods", "2", "--route", "key-pattern",
+                      "--key-pattern", pattern)
+        assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    bad = run_cli("simulate.py", path, "--lru", "10", "--pods", "2", "--route", "key-pattern")
+    assert bad.returncode == 2 and "go together" in bad.stderr

@@ -49,7 +49,12 @@ def build_parser(prog: str) -> Parser:
     fleet.add_argument("--route", default="random", metavar="ROUTE[,ROUTE...]",
                        help="how requests reach pods: random or round-robin (replicated pods behind a load "
                             "balancer: each command goes to one pod), entity (sharded: each Redis key has one "
-                            "owner pod, by consistent hashing); default random")
+                            "owner pod, by consistent hashing), key-pattern (sharded by an id taken from the key, "
+                            "see --key-pattern), client (one pod per client host of the trace; no --pods); "
+                            "default random")
+    fleet.add_argument("--key-pattern", metavar="REGEX",
+                       help="with --route key-pattern: shard by the id the first (...) group takes from each key "
+                            "(^mer_(\\d+): shards by merchant)")
     fleet.add_argument("--rolling-restart-every", metavar="DURATION",
                        help="a rolling deployment this often (6h): the pods restart one after another")
     fleet.add_argument("--rolling-over", default="20m", metavar="DURATION",
@@ -132,6 +137,7 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         route=args.route,
         rolling_restart_every=args.rolling_restart_every,
         rolling_over=args.rolling_over,
+        key_pattern=args.key_pattern,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if args.timeline:
@@ -187,6 +193,9 @@ def format_summary(result) -> str:
     if any(name == "cmds served" for name, _, _ in columns):
         lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache: "
                      "Redis round trips saved.")
+    if result.key_pattern is not None:
+        lines.append(f"key pattern {result.key_pattern}: {result.unmatched_shards:,} lookups, writes and deletes "
+                     "of keys it does not match (each such key is its own shard).")
     if "pods" in result.summary:
         lines.append("x N ROUTE = a fleet of N pods, each with a cache of that capacity; pods min/med/max = the "
                      "spread of the pods' hit rates; imbalance = the busiest pod's lookups over the mean.")

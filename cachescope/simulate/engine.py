@@ -52,6 +52,7 @@ def simulate_trace(
     route="random",
     rolling_restart_every=None,
     rolling_over="20m",
+    key_pattern=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -81,7 +82,8 @@ def simulate_trace(
     - `pods` (`8` or `"8,16,32"`) and `route` (`"random"`, `"round-robin"`, `"entity"`, or a comma list): every
       policy and capacity runs as a fleet of that many pods, the capacity per pod (fleet.py says what each
       route assumes); `rolling_restart_every` (`"6h"`) restarts the pods one after another over
-      `rolling_over` (`"20m"`), as a rolling deployment does.
+      `rolling_over` (`"20m"`), as a rolling deployment does. The `key-pattern` route shards by the first
+      group of `key_pattern` (a regular expression) in each key; `client` has one pod per client host.
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
@@ -101,6 +103,9 @@ def simulate_trace(
     if "client" in routes:
         fleets += [(p, c, 0, "client") for p, c in runs]
         source.want_clients = True
+    if ("key-pattern" in routes) != (key_pattern is not None):
+        raise UsageError("the key-pattern route and --key-pattern REGEX go together")
+    source.key_pattern = key_pattern
     if fleets:
         runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
     rolling = None

@@ -7,6 +7,9 @@ What each route assumes (the README says the same):
   holds only that pod's share of a replicated fleet's traffic: simulate it with `--pods 1`.
 - `entity`: sharded pods; every entity (the Redis key) has one owner pod (jump consistent hash), and each
   lookup goes to its owner, so the fleet's capacity adds up instead of being replicated.
+- `key-pattern`: sharded like `entity`, by an application id that a regular expression's first group takes
+  from each key (`^mer_(\\d+):` puts every key of one merchant on one pod); a key it does not match is its own
+  shard, and is counted.
 - `client`: one pod per client host of the trace (the `client` column of a capture or Parquet trace, the
   client address of a MONITOR line, less its port): each service host's cache sees exactly that host's
   lookups. A capture taken on the Redis host, or MONITOR on the server, holds every host's.
@@ -19,7 +22,7 @@ import numpy as np
 
 from cachescope.errors import UsageError
 
-ROUTES = ("random", "round-robin", "entity", "client")
+ROUTES = ("random", "round-robin", "entity", "key-pattern", "client")
 MAX_PODS = 10_000
 
 

@@ -39,6 +39,9 @@ class SimulationResult:
         """Hits per timeline window at the curve's timeline capacities: the capacity x time heatmap."""
         self.sizing = pd.DataFrame()
         """One row per curve and target hit rate: the smallest capacity that reaches it."""
+        self.key_pattern = None
+        self.unmatched_shards = 0
+        """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
 
     @classmethod
     def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
@@ -67,8 +70,11 @@ class SimulationResult:
 
             summary = summary.join(recovery_columns(timeline, summary, first_ts, restarts))
         unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
-        return cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
-                   source.granularity, first_ts, restarts, params)
+        result = cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
+                     source.granularity, first_ts, restarts, params)
+        result.key_pattern = getattr(source, "key_pattern", None)
+        result.unmatched_shards = getattr(source, "unmatched_shards", 0)
+        return result
 
     def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
         """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
@@ -114,6 +120,9 @@ class SimulationResult:
             "other_commands": self.trace.other_commands,
             "granularity": self.granularity,
         }
+        if self.key_pattern is not None:
+            trace["key_pattern"] = self.key_pattern
+            trace["unmatched_shard_keys"] = self.unmatched_shards
         results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary.to_dict("records")]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         doc = {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cachescope import _native
-from cachescope.errors import TraceFormatError
+from cachescope.errors import TraceFormatError, UsageError
 
 _COLUMNS = ("op", "key", "field", "ts_ns", "req", "value_size")
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
@@ -94,6 +94,13 @@ class RecordBatchEvents:
             batch["value_sizes"] = _value_sizes(rb.column("value_size"), src.path, row0)
         if src.want_clients and "client" in rb.schema.names:
             batch["clients"] = _client_ids(rb.column("client"), src)
+        if src.key_pattern is not None:
+            offsets, data, _ = _string_buffers(rb.column("key"))
+            try:
+                batch["shards"], unmatched = _native.shard_column(src.key_pattern, offsets, data)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+            src.unmatched_shards += unmatched
         return batch
 
 

@@ -62,6 +62,10 @@ class TraceSource:
         self.ports = ports
         self.capture_stats: dict = {}
         self._bytes_read = 0
+        self.key_pattern: str | None = None
+        """With the key-pattern route: the regular expression whose first group is each key's shard id."""
+        self.unmatched_shards = 0
+        """Lookups, writes and deletes whose key the pattern did not match (each key its own shard)."""
         self.want_clients = False
         """Whether batches should carry `clients` (routing by client): set before reading."""
         self.hosts: list[str] = []
@@ -102,6 +106,11 @@ class TraceSource:
 
     def _text_batches(self, batch_events: int) -> Iterator[Batch]:
         reader = _native.TextReader(self.path, self.format, self.granularity, **self._opened.native_args())
+        if self.key_pattern is not None:
+            try:
+                reader.set_key_pattern(self.key_pattern)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
         while True:
             try:
                 batch = reader.next_batch(batch_events)
@@ -116,6 +125,7 @@ class TraceSource:
                 self.hosts = reader.hosts()
             else:
                 batch.pop("clients", None)
+            self.unmatched_shards += batch.pop("unmatched_shards", 0)
             yield batch
 
     def _parquet_batches(self, batch_events: int) -> Iterator[Batch]:

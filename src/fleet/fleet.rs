@@ -84,6 +84,11 @@ impl Fleet {
         self.router.route == Route::Client
     }
 
+    /// Whether it needs the events' shards column (the key-pattern route).
+    pub fn needs_shards(&self) -> bool {
+        self.router.route == Route::KeyPattern
+    }
+
     /// Whether its pods restart one after another (which needs the trace's clock).
     pub fn rolls(&self) -> bool {
         self.pod_opts.iter().any(|o| o.restart_every_ns.is_some())

@@ -3,6 +3,7 @@
 //! one pod, and every registered policy runs in a fleet unchanged.
 
 pub mod fleet;
+pub mod pattern;
 pub mod route;
 
 pub use fleet::Fleet;

@@ -5,7 +5,8 @@
 //! hash of the request, `round-robin` takes the pods in turn. The sharded route `entity` gives every entity
 //! (the Redis key) one owner pod by jump consistent hashing (Lamping and Veach, "A Fast, Minimal Memory,
 //! Consistent Hash Algorithm", 2014), so a lookup goes to its entity's owner and going from N to N + 1 pods
-//! moves about 1 / (N + 1) of the entities. `client` gives every client host of the trace a pod of its own:
+//! moves about 1 / (N + 1) of the entities. `key-pattern` does the same with an application id taken from
+//! each key (`pattern.rs`): every entity of one merchant, say, on one pod. `client` gives every client host of the trace a pod of its own:
 //! each service host's cache sees exactly the lookups that host made.
 
 use crate::hash::mix64;
@@ -17,6 +18,8 @@ pub enum Route {
     RoundRobin,
     Entity,
     Client,
+    /// Sharded by the id a key pattern takes from each key (the events' `shards` column).
+    KeyPattern,
 }
 
 impl Route {
@@ -26,7 +29,8 @@ impl Route {
             "round-robin" => Ok(Route::RoundRobin),
             "entity" => Ok(Route::Entity),
             "client" => Ok(Route::Client),
-            other => Err(format!("unknown route {other:?}; use random, round-robin, entity or client")),
+            "key-pattern" => Ok(Route::KeyPattern),
+            other => Err(format!("unknown route {other:?}; use random, round-robin, entity, key-pattern or client")),
         }
     }
 
@@ -36,6 +40,7 @@ impl Route {
             Route::RoundRobin => "round-robin",
             Route::Entity => "entity",
             Route::Client => "client",
+            Route::KeyPattern => "key-pattern",
         }
     }
 }
@@ -67,6 +72,7 @@ impl Router {
         }
         match self.route {
             Route::Entity => jump_hash(mix64(ev.entity(i)), self.pods),
+            Route::KeyPattern => jump_hash(mix64(ev.shard(i).expect("the key-pattern route needs the shards column")), self.pods),
             replicated => {
                 let request = ev.req(i).unwrap_or_else(|| {
                     self.unnumbered += 1;

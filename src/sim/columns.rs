@@ -14,6 +14,7 @@ pub struct Columns {
     reqs: Vec<u64>,
     ts_ns: Vec<i64>,
     clients: Vec<u32>,
+    shards: Vec<u64>,
 }
 
 impl Columns {
@@ -27,6 +28,7 @@ impl Columns {
         if let Some(x) = ev.reqs { self.reqs.push(x[i]) }
         if let Some(x) = ev.ts_ns { self.ts_ns.push(x[i]) }
         if let Some(x) = ev.clients { self.clients.push(x[i]) }
+        if let Some(x) = ev.shards { self.shards.push(x[i]) }
     }
 
     /// The kept events, with the same columns as `like` has.
@@ -49,6 +51,7 @@ impl Columns {
             reqs: like.reqs.map(|_| &self.reqs[..]),
             ts_ns: like.ts_ns.map(|_| &self.ts_ns[..]),
             clients: like.clients.map(|_| &self.clients[..]),
+            shards: like.shards.map(|_| &self.shards[..]),
         }
     }
 }

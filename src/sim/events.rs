@@ -18,6 +18,8 @@ pub struct Events<'a> {
     pub ts_ns: Option<&'a [i64]>,
     /// The client host of each event, as a small index stable within the trace (for routing by client).
     pub clients: Option<&'a [u32]>,
+    /// The hash of each event's shard id (the key-pattern route).
+    pub shards: Option<&'a [u64]>,
 }
 
 impl<'a> Events<'a> {
@@ -45,6 +47,7 @@ impl<'a> Events<'a> {
             ("reqs", self.reqs.map(<[u64]>::len)),
             ("ts_ns", self.ts_ns.map(<[i64]>::len)),
             ("clients", self.clients.map(<[u32]>::len)),
+            ("shards", self.shards.map(<[u64]>::len)),
         ];
         for (name, len) in lens {
             if let Some(len) = len.filter(|&l| l != n) {
@@ -90,5 +93,9 @@ impl<'a> Events<'a> {
     #[inline]
     pub fn client(&self, i: usize) -> Option<u32> {
         self.clients.map(|c| c[i])
+    }
+    #[inline]
+    pub fn shard(&self, i: usize) -> Option<u64> {
+        self.shards.map(|s| s[i])
     }
 }

@@ -174,6 +174,9 @@ impl Simulation {
             Some(had) if had != clocked => return Err("some batches have timestamps and some do not".into()),
             _ => {}
         }
+        if ev.shards.is_none() && self.fleets.iter().any(Fleet::needs_shards) {
+            return Err("routing by key pattern needs the shard id of every event (the reader computes it)".into());
+        }
         if ev.clients.is_none() && self.fleets.iter().any(Fleet::needs_clients) {
             return Err("routing by client needs a trace that knows its clients (a capture, a MONITOR log, or a \
                         Parquet trace with a client column)".into());

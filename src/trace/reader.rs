@@ -2,11 +2,13 @@
 //! Memory is one line plus one batch, whatever the trace's size.
 
 use std::io::{BufRead, Read};
+use std::sync::Arc;
 
 use super::commands::{self, Op, Shape};
 use super::tokenize::{split_args, Span};
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
+use crate::fleet::pattern::KeyPattern;
 use crate::hash::{field_hash, key_hash};
 
 /// Longest line accepted: far above any real command, low enough that a binary file without newlines cannot
@@ -49,6 +51,10 @@ pub struct Batch {
     /// The client host of each event's command (an index into `TextReader::hosts`); empty when the format
     /// does not name its clients.
     pub clients: Vec<u32>,
+    /// With a key pattern (the key-pattern route): each event's shard id hash, and the keys it did not match.
+    pub shards: Vec<u64>,
+    pub unmatched_shards: u64,
+    shard_of: Option<Arc<KeyPattern>>,
 }
 
 pub const OP_READ: u8 = 0;
@@ -76,6 +82,11 @@ impl Batch {
         self.fields.push(field_id);
         self.key_bytes.push((key.len() + field_len).min(u32::MAX as usize) as u32);
         self.reqs.push(req);
+        if let Some(pattern) = &self.shard_of {
+            let (shard, matched) = pattern.shard(key);
+            self.shards.push(shard);
+            self.unmatched_shards += u64::from(!matched);
+        }
     }
 }
 
@@ -94,6 +105,7 @@ pub struct TextReader<R> {
     hosts: Vec<String>,
     host_ids: std::collections::HashMap<Vec<u8>, u32>,
     client: Option<u32>,
+    key_pattern: Option<Arc<KeyPattern>>,
 }
 
 impl<R: BufRead> TextReader<R> {
@@ -112,7 +124,13 @@ impl<R: BufRead> TextReader<R> {
             hosts: Vec::new(),
             host_ids: std::collections::HashMap::new(),
             client: None,
+            key_pattern: None,
         }
+    }
+
+    /// Every batch from now on carries the shard id of each event by `pattern` (the key-pattern route).
+    pub fn set_key_pattern(&mut self, pattern: KeyPattern) {
+        self.key_pattern = Some(Arc::new(pattern));
     }
 
     /// The client hosts seen so far, by index (`Batch::clients`).
@@ -149,7 +167,7 @@ impl<R: BufRead> TextReader<R> {
     /// Reads lines until the batch holds at least `min_events` events or the trace ends; None at the end.
     /// An empty trace (no command at all) is an error rather than a zero hit rate.
     pub fn next_batch(&mut self, min_events: usize) -> Result<Option<Batch>, TraceError> {
-        let mut batch = Batch::default();
+        let mut batch = Batch { shard_of: self.key_pattern.clone(), ..Batch::default() };
         while batch.keys.len() < min_events {
             if !self.read_line()? {
                 break;
