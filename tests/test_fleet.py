@@ -45,6 +45,9 @@ def test_the_pods_lookups_add_up_to_the_fleets(trace, route):
         assert sum(p["hits"] for p in row["per_pod"]) == row["hits"]
         assert row["pod_hit_rate_min"] <= row["hit_rate"] <= row["pod_hit_rate_max"] or row["pods"] == 1
         assert row["load_imbalance"] >= 1 and row["fleet_capacity_entries"] == row["pods"] * 10
+    pods = result.per_pod
+    assert len(pods) == 3 + 7 and pods.groupby("pods")["lookups"].sum().to_dict() == {3: result.trace.lookups,
+                                                                                        7: result.trace.lookups}
 
 
 def test_round_robin_pods_are_lrus_over_their_own_commands(trace):

@@ -107,6 +107,17 @@ class SimulationResult:
         span = (int(self.timeline["ts_ns"].max()) - self.first_ts) / 1e9
         return span if span > 0 else None
 
+    @property
+    def per_pod(self) -> pd.DataFrame:
+        """One row per pod of every fleet: its fleet (policy, capacity, pods, route), then `pod` (and `client`
+        under the client route), lookups, hits, hit_rate, resident. Empty without fleets."""
+        if "per_pod" not in self.summary:
+            return pd.DataFrame()
+        fleet = ["policy", "capacity", "capacity_unit", "pods", "route"]
+        rows = [{**{k: row[k] for k in fleet}, **pod} for row in self.summary.to_dict("records")
+                for pod in row["per_pod"]]
+        return pd.DataFrame(rows)
+
     def to_json(self) -> dict:
         """The document `simulate.py --json` prints (contract in DESIGN.md)."""
         trace = {
