@@ -8,7 +8,7 @@
 use super::route::{Route, Router};
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
-use crate::sim::{Columns, Counters, Membership, Run};
+use crate::sim::{Counters, Membership, Run};
 use crate::trace::reader::OP_READ;
 
 pub struct Fleet {
@@ -26,7 +26,8 @@ pub struct Fleet {
     window_hits: Vec<u64>,
     open_hits: u64,
     open_lookups: u64,
-    scratch: Vec<Columns>,
+    /// Each pod's share of the events being handed out, as indices into the batch.
+    scratch: Vec<Vec<u32>>,
 }
 
 impl Fleet {
@@ -75,7 +76,7 @@ impl Fleet {
             window_hits: Vec::new(),
             open_hits: 0,
             open_lookups: 0,
-            scratch: (0..pods).map(|_| Columns::default()).collect(),
+            scratch: (0..pods).map(|_| Vec::new()).collect(),
         })
     }
 
@@ -130,7 +131,7 @@ impl Fleet {
                 .expect("the fleet's first pods were built with the same arguments");
             self.pods.push(run);
             self.pod_opts.push(self.pod_opts.first().cloned().unwrap_or_else(|| self.template.clone()));
-            self.scratch.push(Columns::default());
+            self.scratch.push(Vec::new());
         }
     }
 
@@ -146,20 +147,20 @@ impl Fleet {
         for i in start..end {
             if ev.op(i) == OP_READ {
                 let pod = self.router.pod(ev, i) as usize;
-                self.scratch[pod].push(ev, i);
+                self.scratch[pod].push(i as u32);
             } else {
-                self.scratch.iter_mut().for_each(|c| c.push(ev, i));
+                self.scratch.iter_mut().for_each(|share| share.push(i as u32));
             }
         }
         let mut hits = 0;
-        for ((run, columns), opts) in self.pods.iter_mut().zip(&mut self.scratch).zip(&self.pod_opts) {
-            if columns.is_empty() {
+        for ((run, share), opts) in self.pods.iter_mut().zip(&mut self.scratch).zip(&self.pod_opts) {
+            if share.is_empty() {
                 continue;
             }
             let before = run.hits();
-            run.process(&columns.events(ev), members, opts, first_ts);
+            run.process_only(ev, share, members, opts, first_ts);
             hits += run.hits() - before;
-            columns.clear();
+            share.clear();
         }
         hits
     }

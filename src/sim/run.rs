@@ -140,14 +140,27 @@ impl Run {
 
     /// Any events, any options. `first_ts` is the trace's first time (for `restart_every`).
     pub fn process(&mut self, ev: &Events, members: &Membership, opts: &Options, first_ts: Option<i64>) {
-        let mut i = 0;
-        while i < ev.len() {
-            if let Some(t) = ev.ts(i) {
+        self.process_at(ev, ev.len(), &|k| k, members, opts, first_ts);
+    }
+
+    /// `process` of only the events at `indices` (in order): a fleet's pod takes its share of a batch this
+    /// way, without copying it.
+    pub fn process_only(&mut self, ev: &Events, indices: &[u32], members: &Membership, opts: &Options,
+                        first_ts: Option<i64>) {
+        self.process_at(ev, indices.len(), &|k| indices[k] as usize, members, opts, first_ts);
+    }
+
+    /// The events `at(0), at(1), ..., at(n - 1)`.
+    fn process_at(&mut self, ev: &Events, n: usize, at: &impl Fn(usize) -> usize, members: &Membership,
+                  opts: &Options, first_ts: Option<i64>) {
+        let mut k = 0;
+        while k < n {
+            if let Some(t) = ev.ts(at(k)) {
                 self.time_events(t, members, opts, first_ts);
             }
             let deadline = self.next_deadline(opts, first_ts);
             let (unit, st) = (self.unit, &mut self.st);
-            i = with_policy!(&mut self.policy, p => st.segment(p, ev, i, deadline, unit, members, opts));
+            k = with_policy!(&mut self.policy, p => st.segment(p, ev, k, n, at, deadline, unit, members, opts));
         }
     }
 
@@ -237,21 +250,25 @@ impl RunState {
 
     /// Processes events from `i` until one is due at or after `deadline`; returns where it stopped.
     #[allow(clippy::too_many_arguments)]
-    fn segment<P: Policy>(&mut self, p: &mut P, ev: &Events, mut i: usize, deadline: i64, unit: Unit,
-                          members: &Membership, opts: &Options) -> usize {
-        while i < ev.len() {
+    /// Processes events `at(k)`, `at(k + 1)`, ... until one is due at or after `deadline`; returns where it
+    /// stopped (a position in `0..n`).
+    #[allow(clippy::too_many_arguments)]
+    fn segment<P: Policy>(&mut self, p: &mut P, ev: &Events, mut k: usize, n: usize, at: &impl Fn(usize) -> usize,
+                          deadline: i64, unit: Unit, members: &Membership, opts: &Options) -> usize {
+        while k < n {
+            let i = at(k);
             // Admissions under a TTL can bring the next expiry forward.
             let expiry = self.ttl.queue.front().map_or(i64::MAX, |e| e.0);
             if ev.ts(i).is_some_and(|t| t >= deadline.min(expiry)) {
-                return i;
+                return k;
             }
             match ev.op(i) {
                 OP_READ => self.read(p, ev, i, unit, opts),
                 op => self.write(p, ev, i, op == OP_WRITE, members, opts),
             }
-            i += 1;
+            k += 1;
         }
-        i
+        k
     }
 
     #[inline]
