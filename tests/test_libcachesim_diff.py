@@ -32,3 +32,20 @@ def test_lru_matches_libcachesim(tmp, seed, alpha, universe):
     out = run_cli("simulate.py", tmp / "t.keys", "--lru", ",".join(map(str, capacities)), "--json", check_rc=0)
     for row in json.loads(out.stdout)["results"]:
         assert row["hits"] == libcachesim_lru_hits(tmp / "t.oracleGeneral", row["capacity"], len(keys)), row
+
+
+@pytest.mark.parametrize("seed,alpha,universe", [(5, 1.1, 2_000), (6, 1.01, 30_000)])
+def test_the_exact_curve_matches_libcachesim_at_every_capacity_asked(tmp, seed, alpha, universe):
+    """One pass of the stack algorithm against one libCacheSim run per capacity."""
+    rng = np.random.default_rng(seed)
+    keys = (rng.zipf(alpha, 40_000) % universe + 1).astype(np.uint64)
+    (tmp / "t.keys").write_text("\n".join(map(str, keys.tolist())) + "\n")
+    write_oracle_general(tmp / "t.oracleGeneral", keys)
+    capacities = sorted({int(c) for c in rng.integers(1, 5_000, 8)} | {1, 2})
+    out = run_cli("simulate.py", tmp / "t.keys", "--curve", "lru", "--curve-capacities",
+                  ",".join(map(str, capacities)), "--json", check_rc=0)
+    (curve,) = json.loads(out.stdout)["curves"]
+    points = curve["points"]
+    assert curve["method"] == "exact" and len(points) >= 3
+    for point in points:
+        assert point["hits"] == libcachesim_lru_hits(tmp / "t.oracleGeneral", point["capacity"], len(keys)), point
