@@ -161,6 +161,7 @@ def format_summary(result) -> str:
         + (f", {t.writes:,} writes" if t.writes else "")
         + (f", {t.deletes:,} deletes" if t.deletes else "")
         + _span(result),
+        *_trace_notes(t),
         "",
     ]
     columns = _columns(result)
@@ -183,6 +184,21 @@ def format_summary(result) -> str:
     if any(name == "warm-up" for name, _, _ in columns):
         lines.append("warm-up / recovery = time until the hit rate over a window is within 5% of the steady rate.")
     return "\n".join(lines)
+
+
+def _trace_notes(t) -> list[str]:
+    """The attempts answered with an error (not lookups), and the lookups by Redis server."""
+    lines = []
+    if t.error_replies:
+        codes = ", ".join(f"{code} {n:,}" for code, n in sorted(t.error_replies.items(), key=lambda x: -x[1]))
+        lines.append(f"          {sum(t.error_replies.values()):,} commands answered with an error, not counted "
+                     f"({t.error_lookups:,} lookups): {codes}")
+    servers = {s: n for s, n in t.lookups_by_server.items() if s != "unknown"}
+    if servers:
+        total = max(sum(servers.values()), 1)
+        shares = ", ".join(f"{s} {n:,} ({n / total:.1%})" for s, n in sorted(servers.items()))
+        lines.append(f"          lookups by Redis server: {shares}")
+    return lines
 
 
 def format_curves(result) -> list[str]:

@@ -111,6 +111,9 @@ class SimulationResult:
             "deletes": self.trace.deletes,
             "other_commands": self.trace.other_commands,
             "granularity": self.granularity,
+            "error_replies": dict(self.trace.error_replies),
+            "error_lookups": self.trace.error_lookups,
+            "lookups_by_server": dict(self.trace.lookups_by_server),
         }
         results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary.to_dict("records")]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}

@@ -1,0 +1,121 @@
+"""Commands answered with an error (LOADING, WRONGTYPE, a cluster's MOVED and ASK) are no lookups.
+
+They used to look like commands whose reply was lost (value_size and found null), and counted as lookups: the
+failed attempt filled the simulated cache, so the client's retry became a hit. Their rows now carry the
+error's code (`error` column), and every simulation (a capture, its Parquet trace, its text trace) leaves
+them out and counts them by code."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+
+import cachescope
+from conftest import reference_lru, run_cli
+from crafted_capture import (Conversation, answered_with_error, ethernet_pcap, get, hmget, hset, other,
+                             timed)
+from test_parse_crafted import check_stats, rows_of
+
+LOADING = b"-LOADING Redis is loading the dataset in memory\r\n"
+WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+MOVED = b"-MOVED 3999 10.0.0.3:6379\r\n"
+ASK = b"-ASK 3999 10.0.0.3:6379\r\n"
+
+
+def _conversation() -> Conversation:
+    """Lookups answered with errors, each retried as a client does, among ordinary ones."""
+    v = lambda n: b"x" * n  # noqa: E731
+    features = {"11": v(3), "22": v(4)}
+    return Conversation([
+        [hmget("st_1", features),
+         answered_with_error(hmget("st_2", features), LOADING),
+         answered_with_error(hmget("plain_1", {"11": None}), WRONGTYPE),
+         get("plain_1", v(5))],
+        [answered_with_error(hmget("st_3", features), MOVED),
+         hmget("st_3", features),
+         answered_with_error(hset("st_4", {"11": v(2)}), ASK),
+         other("ASKING"),
+         hset("st_4", {"11": v(2)})],
+        [hmget("st_2", features),
+         hmget("st_1", features),
+         answered_with_error(get("plain_2", None), LOADING)],
+    ])
+
+
+def _logical_lookups(conv: Conversation) -> list[tuple]:
+    """The lookups the service's cache sees: the read rows of commands not answered with an error."""
+    return [(k, f) for e in conv.exchanges if e.error is None for op, _, k, f, _, _ in e.rows if op == "read"]
+
+
+def _write(tmp, conv: Conversation):
+    path = tmp / "errors.pcap"
+    path.write_bytes(ethernet_pcap(conv, timed(conv.segments())))
+    return path
+
+
+def test_error_replies_mark_their_rows_with_the_code(tmp):
+    conv = _conversation()
+    captured = timed(conv.segments())
+    path = tmp / "errors.pcap"
+    path.write_bytes(ethernet_pcap(conv, captured))
+    df = cachescope.parse_capture(str(path))
+    rows = rows_of(df)
+    assert rows == conv.expected_rows(captured)
+    codes = [r["error"] for r in rows]
+    assert codes.count("LOADING") == 3 and codes.count("WRONGTYPE") == 1 and codes.count("MOVED") == 2
+    assert codes.count("ASK") == 1
+    # An error is not an unknown reply: those rows have no outcome either, but no code.
+    assert all(r["found"] is None for r in rows if r["error"] is not None)
+    check_stats(df.attrs["stats"], packets=len(captured), connections=1, commands=len(conv.exchanges),
+                rows=len(rows))
+    assert df.attrs["stats"]["error_replies"] == {"LOADING": 2, "WRONGTYPE": 1, "MOVED": 1, "ASK": 1}
+
+
+def _simulate(trace, *extra) -> dict:
+    proc = run_cli("simulate.py", trace, "--lru", "3", "--json", "--no-progress", *extra, check_rc=0)
+    return json.loads(proc.stdout)
+
+
+def test_attempts_answered_with_an_error_neither_hit_nor_fill_the_cache(tmp):
+    conv = _conversation()
+    path = _write(tmp, conv)
+    logical = _logical_lookups(conv)
+    hits = sum(reference_lru(logical, 3))
+    errors = {"LOADING": 2, "WRONGTYPE": 1, "MOVED": 1, "ASK": 1}
+    doc = _simulate(path)
+    (lru,) = doc["results"]
+    assert (lru["lookups"], lru["hits"]) == (len(logical), hits)
+    assert doc["infinite"]["hits"] == sum(reference_lru(logical, 10**6))
+    assert doc["trace"]["lookups"] == len(logical)
+    assert doc["trace"]["error_replies"] == errors
+    # HMGET st_2 (2 fields), HMGET plain_1 (1), HMGET st_3 (2), GET plain_2 (1); the HSET is a write.
+    assert doc["trace"]["error_lookups"] == 6
+    assert doc["trace"]["lookups_by_server"] == {"10.0.0.2:6379": len(logical)}
+    summary = run_cli("simulate.py", path, "--lru", "3", "--no-progress", check_rc=0).stdout
+    assert "5 commands answered with an error, not counted (6 lookups)" in summary
+    assert "lookups by Redis server: 10.0.0.2:6379" in summary
+
+    # The same trace written as Parquet (the error column kept) and as text (the attempts left out).
+    parquet, text = tmp / "t.parquet", tmp / "t.txt"
+    parsed = run_cli("parse.py", path, "-o", parquet, check_rc=0)
+    assert "answered with an error" in parsed.stderr and "LOADING 2" in parsed.stderr
+    assert pq.read_table(parquet).column("error").null_count < pq.read_metadata(parquet).num_rows
+    again = _simulate(parquet)
+    assert again["results"] == doc["results"] and again["trace"]["error_replies"] == errors
+    run_cli("parse.py", path, "-o", text, check_rc=0)
+    assert "MOVED" not in text.read_text() and len(text.read_text().splitlines()) == 6
+    from_text = _simulate(text)
+    assert (from_text["results"][0]["lookups"], from_text["results"][0]["hits"]) == (len(logical), hits)
+
+
+def test_a_write_answered_with_an_error_invalidates_nothing(tmp):
+    """HSET st_1 answered MOVED changed nothing on the server: with --writes invalidate it must not evict."""
+    features = {"11": b"abc"}
+    conv = Conversation([[hmget("st_1", features)],
+                         [answered_with_error(hset("st_1", {"11": b"new"}), MOVED)],
+                         [hmget("st_1", features)]])
+    doc = _simulate(_write(tmp, conv), "--writes", "invalidate")
+    (lru,) = doc["results"]
+    assert (lru["lookups"], lru["hits"], lru["invalidations"]) == (2, 1, 0)
+    assert doc["trace"]["writes"] == 0 and doc["trace"]["error_replies"] == {"MOVED": 1}
