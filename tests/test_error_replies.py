@@ -119,3 +119,44 @@ def test_a_write_answered_with_an_error_invalidates_nothing(tmp):
     (lru,) = doc["results"]
     assert (lru["lookups"], lru["hits"], lru["invalidations"]) == (2, 1, 0)
     assert doc["trace"]["writes"] == 0 and doc["trace"]["error_replies"] == {"MOVED": 1}
+
+
+def test_a_parquet_error_column_of_plain_strings_is_read_too(tmp):
+    """A trace written by another tool may hold `error` as plain strings rather than a category."""
+    import pandas as pd
+
+    df = pd.DataFrame({"req": [0, 0, 1, 2, 2, 3], "op": ["read"] * 6,
+                       "key": ["a", "a", "a", "b", "b", "a"], "field": ["1", "2", "1", "1", "2", "1"],
+                       "error": [None, None, "TRYAGAIN", "CLUSTERDOWN", "CLUSTERDOWN", None]})
+    path = tmp / "plain.parquet"
+    df.to_parquet(path)
+    doc = _simulate(path)
+    (lru,) = doc["results"]
+    assert (lru["lookups"], lru["hits"]) == (3, 1)
+    assert doc["trace"]["error_replies"] == {"TRYAGAIN": 1, "CLUSTERDOWN": 1}
+    assert doc["trace"]["error_lookups"] == 3
+
+
+def test_a_command_whose_rows_span_two_batches_is_counted_once():
+    """Record batches may cut a command's rows (Parquet row groups do): its error is one attempt, not two."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from cachescope.trace.parquet import RecordBatchEvents
+    from cachescope.trace.readers import TraceInfo
+
+    src = SimpleNamespace(info=TraceInfo("t.parquet", "parquet"), granularity="field", path="t.parquet")
+    events = RecordBatchEvents(src)
+
+    def batch(reqs, errors):
+        n = len(reqs)
+        return pa.RecordBatch.from_pydict({
+            "req": pa.array(reqs, pa.uint64()), "op": pa.array(["read"] * n),
+            "key": pa.array(["k"] * n), "field": pa.array([str(i) for i in range(n)]),
+            "error": pa.array(errors, pa.string()).dictionary_encode()})
+
+    events.convert(batch([0, 1, 1], [None, "MOVED", "MOVED"]))
+    events.convert(batch([1, 1, 2, 3], ["MOVED", "MOVED", None, "MOVED"]))
+    assert src.info.error_replies == {"MOVED": 2}
+    assert (src.info.error_lookups, src.info.lookups) == (5, 2)
