@@ -93,7 +93,8 @@ def test_attempts_answered_with_an_error_neither_hit_nor_fill_the_cache(tmp):
     assert doc["trace"]["error_lookups"] == 6
     assert doc["trace"]["lookups_by_server"] == {"10.0.0.2:6379": len(logical)}
     summary = run_cli("simulate.py", path, "--lru", "3", "--no-progress", check_rc=0).stdout
-    assert "5 commands answered with an error, not counted (6 lookups)" in summary
+    assert "5 commands answered with an error are no lookups (6 left out)" in summary
+    assert "2 of them redirected by the cluster (MOVED, ASK)" in summary
     assert "lookups by Redis server: 10.0.0.2:6379" in summary
 
     # The same trace written as Parquet (the error column kept) and as text (the attempts left out).

@@ -191,8 +191,12 @@ def _trace_notes(t) -> list[str]:
     lines = []
     if t.error_replies:
         codes = ", ".join(f"{code} {n:,}" for code, n in sorted(t.error_replies.items(), key=lambda x: -x[1]))
-        lines.append(f"          {sum(t.error_replies.values()):,} commands answered with an error, not counted "
-                     f"({t.error_lookups:,} lookups): {codes}")
+        lines.append(f"          {sum(t.error_replies.values()):,} commands answered with an error are no lookups "
+                     f"({t.error_lookups:,} left out): {codes}")
+        redirected = t.error_replies.get("MOVED", 0) + t.error_replies.get("ASK", 0)
+        if redirected:
+            lines.append(f"          {redirected:,} of them redirected by the cluster (MOVED, ASK): the client's "
+                         "retries are the lookups")
     servers = {s: n for s, n in t.lookups_by_server.items() if s != "unknown"}
     if servers:
         total = max(sum(servers.values()), 1)

@@ -30,11 +30,12 @@ def _free(port: int) -> bool:
 
 
 def cluster_ports(n: int) -> list[int]:
-    """`n` ports whose cluster bus port (+10000) is free too, below the ephemeral range."""
+    """`n` ports whose cluster bus port (+10000) is free too, both below Linux's ephemeral range (32768 on), so
+    that no outgoing connection takes one between the probe and the bind."""
     rng = random.Random()
     ports: list[int] = []
     while len(ports) < n:
-        p = rng.randrange(20000, 30000)
+        p = rng.randrange(20000, 22700)
         if p not in ports and _free(p) and _free(p + BUS_OFFSET):
             ports.append(p)
     return ports
