@@ -186,6 +186,9 @@ def format_summary(result) -> str:
     return "\n".join(lines)
 
 
+_SHOWN_SERVERS = 8
+
+
 def _trace_notes(t) -> list[str]:
     """The attempts answered with an error (not lookups), and the lookups by Redis server."""
     lines = []
@@ -200,8 +203,11 @@ def _trace_notes(t) -> list[str]:
     servers = {s: n for s, n in t.lookups_by_server.items() if s != "unknown"}
     if servers:
         total = max(sum(servers.values()), 1)
-        shares = ", ".join(f"{s} {n:,} ({n / total:.1%})" for s, n in sorted(servers.items()))
-        lines.append(f"          lookups by Redis server: {shares}")
+        busiest = sorted(servers.items(), key=lambda x: (-x[1], x[0]))
+        shares = ", ".join(f"{s} {n:,} ({n / total:.1%})" for s, n in busiest[:_SHOWN_SERVERS])
+        hidden = len(busiest) - _SHOWN_SERVERS
+        more = f", and {hidden:,} more (--json has all)" if hidden > 0 else ""
+        lines.append(f"          lookups by Redis server: {shares}{more}")
     return lines
 
 
