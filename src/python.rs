@@ -171,6 +171,7 @@ impl CaptureParser {
             d.set_item(name, value)?;
         }
         d.set_item("other_commands", self.inner.other_commands().clone())?;
+        d.set_item("error_replies", self.inner.error_replies().clone())?;
         Ok(d)
     }
 }
@@ -191,6 +192,8 @@ fn row_columns(py: Python<'_>, b: parse::RowBatch) -> PyResult<Bound<'_, PyDict>
     d.set_item("value_size", b.value_size.into_pyarray(py))?;
     d.set_item("found", b.found.into_pyarray(py))?;
     d.set_item("latency_ns", b.latency_ns.into_pyarray(py))?;
+    d.set_item("error", b.error.into_pyarray(py))?;
+    d.set_item("error_names", b.error_names)?;
     // The endpoints of the connections the rows name, by conn (captures only).
     let ids: Vec<u32> = b.endpoints.iter().map(|e| e.0).collect();
     d.set_item("conn_ids", ids.into_pyarray(py))?;
@@ -250,6 +253,7 @@ impl StreamParser {
             d.set_item(name, value)?;
         }
         d.set_item("other_commands", self.inner.row_stats().other_commands.clone())?;
+        d.set_item("error_replies", self.inner.row_stats().error_replies.clone())?;
         Ok(d)
     }
 }

@@ -59,6 +59,7 @@ class Exchange:
     rows: list = field(default_factory=list)
     queued: bool = False
     raw: bytes | None = None  # the request's bytes, when they are not `args` as a RESP array
+    error: str | None = None  # the code of the error `reply` is, which marks the rows (`error` column)
 
     @property
     def request(self) -> bytes:
@@ -106,6 +107,15 @@ def hset(key: str, values: dict) -> Exchange:
 def other(*args, reply: bytes = b"+OK\r\n") -> Exchange:
     """A command that gives no row (AUTH, HELLO, PING, MULTI, ...)."""
     return Exchange(tuple(args), reply)
+
+
+def answered_with_error(e: Exchange, line: bytes) -> Exchange:
+    """`e` answered with the error `line` (`-LOADING ...\\r\\n`) instead: its rows carry the code (the first
+    word), and its reads have no outcome."""
+    code = line[1:].split(b" ")[0].rstrip(b"\r\n").decode()
+    rows = [(op, c, k, f, None, None) if op == "read" else (op, c, k, f, size, None)
+            for op, c, k, f, size, _ in e.rows]
+    return replace(e, reply=line, rows=rows, error=code)
 
 
 def transaction(*inner: Exchange) -> list[Exchange]:
@@ -266,7 +276,8 @@ class Conversation:
                 latency = reply_ts - ts
             for op, c, k, f, size, found in e.rows_for(how == "known"):
                 rows.append(dict(ts_ns=ts, conn=conn, req=req, op=op, cmd=c, key=k, field=f, value_size=size,
-                                 found=found, latency_ns=latency, client=client, server=server))
+                                 found=found, latency_ns=latency, client=client, server=server,
+                                 error=e.error if how == "known" else None))
             req += 1
         return rows
 

@@ -22,6 +22,7 @@ def _batch(keys, ts0=1_700_000_000 * 10**9):
         pa.array(np.full(n, 10, np.int32)), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.int64()),
         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["c"])),
         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["s"])),
+        pa.nulls(n, pa.dictionary(pa.int16(), pa.string())),
     ], schema=SCHEMA)
 
 

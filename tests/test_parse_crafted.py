@@ -20,7 +20,7 @@ from crafted_capture import (EACH, LINKTYPE_ETHERNET, LINKTYPE_SLL2, STEP, T0, C
                              pcapng, sll2, timed, transaction)
 
 COLUMNS = ["ts_ns", "conn", "req", "op", "cmd", "key", "field", "value_size", "found", "latency_ns", "client",
-           "server"]
+           "server", "error"]
 # Counters of things that went wrong: each test names those it expects to move; the others must stay 0.
 ANOMALIES = ["retransmissions", "out_of_order", "overlaps", "overlap_conflicts", "gaps", "gap_bytes", "resyncs",
              "skipped_bytes", "unknown_replies", "damaged_commands", "unpaired_replies", "contradictions",

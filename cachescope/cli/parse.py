@@ -91,6 +91,11 @@ def format_stats(stats: dict) -> str:
     if other:
         top = sorted(other.items(), key=lambda kv: -kv[1])[:8]
         lines.append("  other commands: " + ", ".join(f"{name} {n:,}" for name, n in top))
+    errors = s.get("error_replies") or {}
+    if errors:
+        top = sorted(errors.items(), key=lambda kv: -kv[1])[:8]
+        lines.append("  answered with an error (rows marked in `error`, no lookups): "
+                     + ", ".join(f"{code} {n:,}" for code, n in top))
     return "\n".join(lines)
 
 

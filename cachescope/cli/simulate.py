@@ -177,6 +177,7 @@ def format_summary(result) -> str:
         + (f", {t.writes:,} writes" if t.writes else "")
         + (f", {t.deletes:,} deletes" if t.deletes else "")
         + _span(result),
+        *_trace_notes(t),
         "",
     ]
     columns = _columns(result)
@@ -202,6 +203,31 @@ def format_summary(result) -> str:
     if any(name == "warm-up" for name, _, _ in columns):
         lines.append("warm-up / recovery = time until the hit rate over a window is within 5% of the steady rate.")
     return "\n".join(lines)
+
+
+_SHOWN_SERVERS = 8
+
+
+def _trace_notes(t) -> list[str]:
+    """The attempts answered with an error (not lookups), and the lookups by Redis server."""
+    lines = []
+    if t.error_replies:
+        codes = ", ".join(f"{code} {n:,}" for code, n in sorted(t.error_replies.items(), key=lambda x: -x[1]))
+        lines.append(f"          {sum(t.error_replies.values()):,} commands answered with an error are no lookups "
+                     f"({t.error_lookups:,} left out): {codes}")
+        redirected = t.error_replies.get("MOVED", 0) + t.error_replies.get("ASK", 0)
+        if redirected:
+            lines.append(f"          {redirected:,} of them redirected by the cluster (MOVED, ASK): the client's "
+                         "retries are the lookups")
+    servers = {s: n for s, n in t.lookups_by_server.items() if s != "unknown"}
+    if servers:
+        total = max(sum(servers.values()), 1)
+        busiest = sorted(servers.items(), key=lambda x: (-x[1], x[0]))
+        shares = ", ".join(f"{s} {n:,} ({n / total:.1%})" for s, n in busiest[:_SHOWN_SERVERS])
+        hidden = len(busiest) - _SHOWN_SERVERS
+        more = f", and {hidden:,} more (--json has all)" if hidden > 0 else ""
+        lines.append(f"          lookups by Redis server: {shares}{more}")
+    return lines
 
 
 def format_curves(result) -> list[str]:

@@ -114,4 +114,6 @@ class MonitorRows:
             pa.array(cols[7], pa.int32()), pa.nulls(n, pa.bool_()), pa.nulls(n, pa.int64()),
             pa.DictionaryArray.from_arrays(pa.array(conn), pa.array(names, pa.string())),
             pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["unknown"], pa.string())),
+            # MONITOR shows no replies: no row is known to have been answered with an error.
+            pa.nulls(n, SCHEMA.field("error").type),
         ], schema=SCHEMA)

@@ -24,13 +24,17 @@ SCHEMA = pa.schema([
     ("latency_ns", pa.int64()),
     ("client", pa.dictionary(pa.int32(), pa.string())),
     ("server", pa.dictionary(pa.int32(), pa.string())),
+    # The code of the error that answered the row's command (MOVED, ASK, WRONGTYPE, LOADING, ...): the command
+    # was no lookup and no write. Null when the reply was no error, or is unknown.
+    ("error", pa.dictionary(pa.int16(), pa.string())),
 ])
 
 
 def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]] | None = None) -> pa.RecordBatch:
     """Arrow columns from the parser's numpy columns (no copy of the numbers, keys and fields).
 
-    `value_size`, `found`, `latency_ns` use -1 for unknown; `cmd` indexes `cmd_names`. Each row's endpoints
+    `value_size`, `found`, `latency_ns` use -1 for unknown; `cmd` indexes `cmd_names`, `error` (-1: none)
+    indexes `cols["error_names"]`. Each row's endpoints
     ((client, server) as `ip:port`) come from `conns`, indexed by `conn`, or when it is None from the batch
     itself (`conn_ids`, sorted, with their `clients` and `servers`: a capture's batches name only their own
     connections, so that nothing grows with every connection the capture ever held)."""
@@ -54,6 +58,7 @@ def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]] 
         _numbers(pa.int64(), cols["latency_ns"], cols["latency_ns"] >= 0),
         _endpoint_column(conn, [c for c, _ in conns]),
         _endpoint_column(conn, [s for _, s in conns]),
+        _dictionary(pa.int16(), cols["error"], cols["error_names"], cols["error"] >= 0),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
 
@@ -86,8 +91,8 @@ def _booleans(values: np.ndarray, valid) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(values), [bitmap, data], null_count=nulls)
 
 
-def _dictionary(index_type: pa.DataType, indices: np.ndarray, names: list[str]) -> pa.Array:
-    return pa.DictionaryArray.from_arrays(_numbers(index_type, indices), _small_strings(names))
+def _dictionary(index_type: pa.DataType, indices: np.ndarray, names: list[str], valid=None) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(_numbers(index_type, indices, valid), _small_strings(names))
 
 
 def _small_strings(items: list[str]) -> pa.Array:

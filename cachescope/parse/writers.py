@@ -87,7 +87,11 @@ class TraceWriter:
     def write(self, rb: pa.RecordBatch) -> None:
         if self._parquet is not None:
             self._parquet.write_batch(rb)
-        elif self._oracle is not None:
+            return
+        # The text and binary formats have no replies: a command answered with an error (a cluster's MOVED or
+        # ASK attempt, retried elsewhere) would read as a lookup there. It is left out (parse stats count it).
+        rb = rb.filter(rb.column("error").is_null())
+        if self._oracle is not None:
             self._oracle.add(rb)
         else:
             self._file.write("".join(_text_lines(rb, monitor=self.fmt == "monitor")))

@@ -130,6 +130,9 @@ class SimulationResult:
             "deletes": self.trace.deletes,
             "other_commands": self.trace.other_commands,
             "granularity": self.granularity,
+            "error_replies": dict(self.trace.error_replies),
+            "error_lookups": self.trace.error_lookups,
+            "lookups_by_server": dict(self.trace.lookups_by_server),
         }
         if self.key_pattern is not None:
             trace["key_pattern"] = self.key_pattern

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 
-_COLUMNS = ("op", "key", "field", "ts_ns", "req", "value_size")
+_COLUMNS = ("op", "key", "field", "ts_ns", "req", "value_size", "error", "server")
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
 UNKNOWN_SIZE = np.uint32(2**32 - 1)
 
@@ -70,6 +70,7 @@ class RecordBatchEvents:
         self.src = src
         self.rows = 0
         self.commands = _CommandCounter()
+        self.last_error_req = None
 
     def convert(self, rb: pa.RecordBatch) -> dict | None:
         src, info, row0 = self.src, self.src.info, self.rows
@@ -78,6 +79,8 @@ class RecordBatchEvents:
         info.commands = self.commands.count
         ops = _op_codes(rb)
         keep = ops <= 2
+        if "error" in rb.schema.names:
+            keep &= ~self._drop_errors(rb, ops, reqs)
         if not keep.all():
             rb, ops, reqs = rb.filter(pa.array(keep)), ops[keep], reqs[keep]
         if rb.num_rows == 0:
@@ -85,6 +88,8 @@ class RecordBatchEvents:
         info.lookups += int(np.count_nonzero(ops == 0))
         info.writes += int(np.count_nonzero(ops == 1))
         info.deletes += int(np.count_nonzero(ops == 2))
+        if "server" in rb.schema.names:
+            _count_by(info.lookups_by_server, rb.column("server"), ops == 0)
         batch = _hash_columns(rb, src.granularity, src.path, row0)
         batch.update(ops=ops, reqs=reqs)
         ts = _timestamps(rb, src.path)
@@ -102,6 +107,47 @@ class RecordBatchEvents:
                 raise UsageError(str(e)) from None
             src.unmatched_shards += unmatched
         return batch
+
+    def _drop_errors(self, rb: pa.RecordBatch, ops: np.ndarray, reqs: np.ndarray) -> np.ndarray:
+        """The rows of commands answered with an error (the mask to drop), counted into `src.info`: each
+        command once by its code (its rows share `req`, and may continue from the previous batch), and the
+        lookups among them."""
+        codes = _dictionary(rb.column("error"))
+        bad = codes.is_valid().to_numpy(zero_copy_only=False)
+        if not bad.any():
+            return bad
+        rows = np.flatnonzero(bad)
+        index = codes.indices.take(pa.array(rows)).to_numpy(zero_copy_only=False).astype(np.int64)
+        r = reqs[rows]
+        first = np.ones(len(rows), dtype=bool)
+        first[1:] = r[1:] != r[:-1]
+        first[0] = r[0] != self.last_error_req
+        self.last_error_req = r[-1]
+        names = codes.dictionary.to_pylist()
+        info = self.src.info
+        for i, n in enumerate(np.bincount(index[first], minlength=len(names))):
+            if n:
+                info.error_replies[names[i]] = info.error_replies.get(names[i], 0) + int(n)
+        info.error_lookups += int(np.count_nonzero(ops[rows] == 0))
+        return bad
+
+
+def _dictionary(column: pa.Array) -> pa.DictionaryArray:
+    """A string column as a dictionary array (as parse.py writes the categories; any string column does)."""
+    if pa.types.is_dictionary(column.type):
+        return column
+    return column.cast(pa.string()).dictionary_encode()
+
+
+def _count_by(counts: dict, column: pa.Array, rows: np.ndarray) -> None:
+    """Adds to `counts` the selected rows by their value in the (string) column, nulls left out."""
+    values = _dictionary(column)
+    index = values.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)[rows]
+    index = index[index >= 0]
+    names = values.dictionary.to_pylist()
+    for i, n in enumerate(np.bincount(index, minlength=len(names))):
+        if n:
+            counts[names[i]] = counts.get(names[i], 0) + int(n)
 
 
 def _client_ids(column: pa.Array, src) -> np.ndarray:

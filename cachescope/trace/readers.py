@@ -7,7 +7,7 @@ lookup at a time, and memory stays at one batch whatever the file's size.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Dict, Iterator
 
 import numpy as np
@@ -34,6 +34,12 @@ class TraceInfo:
     writes: int = 0
     deletes: int = 0
     other_commands: int = 0
+    # Commands answered with an error (a cluster's MOVED and ASK redirections, LOADING, WRONGTYPE, ...), by
+    # code: not lookups nor writes, so their rows are dropped; `error_lookups` counts the lookups they held.
+    error_replies: Dict[str, int] = field(default_factory=dict)
+    error_lookups: int = 0
+    # Lookups by the Redis server (ip:port) that answered them, when the trace names it (captures).
+    lookups_by_server: Dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -24,6 +24,7 @@ struct Progress {
     offset: u64,
     counters: Vec<(&'static str, u64)>,
     other_commands: BTreeMap<String, u64>,
+    error_replies: BTreeMap<String, u64>,
     new_cmd_names: Vec<String>,
 }
 
@@ -41,6 +42,7 @@ pub struct ParseAhead {
     offset: u64,
     counters: Vec<(&'static str, u64)>,
     other_commands: BTreeMap<String, u64>,
+    error_replies: BTreeMap<String, u64>,
     cmd_names: Vec<String>,
 }
 
@@ -62,6 +64,7 @@ impl ParseAhead {
             offset: 0,
             counters,
             other_commands: BTreeMap::new(),
+            error_replies: BTreeMap::new(),
             cmd_names: Vec::new(),
         }
     }
@@ -86,6 +89,7 @@ impl ParseAhead {
         self.offset = progress.offset;
         self.counters = progress.counters;
         self.other_commands = progress.other_commands;
+        self.error_replies = progress.error_replies;
         self.cmd_names.extend(progress.new_cmd_names);
         match parsed {
             Ok(Some(batch)) => Ok(Some(batch)),
@@ -117,6 +121,11 @@ impl ParseAhead {
     pub fn other_commands(&self) -> &BTreeMap<String, u64> {
         &self.other_commands
     }
+
+    /// Commands answered with an error, by code (`RowStats::error_replies`).
+    pub fn error_replies(&self) -> &BTreeMap<String, u64> {
+        &self.error_replies
+    }
 }
 
 /// The worker: one batch per request, until the capture ends, an error, or the caller is gone.
@@ -129,6 +138,7 @@ fn work<R: Read>(mut parser: CaptureParser<R>, asked: Receiver<usize>, done: Syn
             offset: parser.offset(),
             counters: parser.counters(),
             other_commands: parser.row_stats().other_commands.clone(),
+            error_replies: parser.row_stats().error_replies.clone(),
             new_cmd_names: parser.cmd_names()[names_sent..].to_vec(),
         };
         names_sent = parser.cmd_names().len();

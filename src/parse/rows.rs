@@ -3,7 +3,9 @@
 //! One row per lookup (an HMGET field, an MGET key, a GET, each field an HGETALL returned), per written
 //! field or key, per deleted field or key. A lookup's `value_size` and `found` come from its reply; a
 //! write's `value_size` is the length of the value it sent. Other commands only count, by name. Argument
-//! values never reach a row: only keys, fields and lengths do.
+//! values never reach a row: only keys, fields and lengths do. A command answered with an error has its
+//! rows marked with the error's code (`error`): Redis did not run it (a cluster's MOVED or ASK, LOADING) or
+//! refused it (WRONGTYPE), so it was no lookup and no write; the readers that simulate drop such rows.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,7 +13,7 @@ use std::net::SocketAddr;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::resp::{Command, Reply};
+use crate::resp::{Command, ErrorCode, Reply};
 use crate::trace::commands::{self, Op, Shape};
 use crate::trace::reader::{OP_DELETE, OP_READ, OP_WRITE};
 
@@ -33,6 +35,11 @@ pub struct RowBatch {
     pub value_size: Vec<i32>,
     pub found: Vec<i8>,
     pub latency_ns: Vec<i64>,
+    /// The code of the error that answered the row's command, as an index into `RowBuilder::error_names`;
+    /// -1 when the reply was no error or is unknown.
+    pub error: Vec<i16>,
+    /// The codes `error` indexes (all the builder has named so far: a few, at most `MAX_ERROR_CODES`).
+    pub error_names: Vec<String>,
     /// (conn, client, server) of each connection the rows name, by conn; filled by the capture parser only.
     pub endpoints: Vec<(u32, SocketAddr, SocketAddr)>,
 }
@@ -59,6 +66,8 @@ impl RowBatch {
             value_size: Vec::with_capacity(rows),
             found: Vec::with_capacity(rows),
             latency_ns: Vec::with_capacity(rows),
+            error: Vec::with_capacity(rows),
+            error_names: Vec::new(),
             endpoints: Vec::new(),
         };
         b.key_offsets.push(0);
@@ -110,7 +119,13 @@ pub struct RowStats {
     /// Rows not written because their key or field was not kept (longer than the argument limit, or cut by a
     /// gap): an unknown key must not become the empty key, which all such keys would share.
     pub elided_keys: u64,
+    /// Commands answered with an error, by its code (`MOVED`, `ASK`, `WRONGTYPE`, ...), whatever the command.
+    pub error_replies: BTreeMap<String, u64>,
 }
+
+/// Distinct error codes named in the `error` column; any further code reads `?` (hostile traffic could
+/// otherwise make the table grow without bound).
+const MAX_ERROR_CODES: usize = 1024;
 
 pub struct RowBuilder {
     batch: RowBatch,
@@ -123,6 +138,8 @@ pub struct RowBuilder {
     lost: Vec<bool>,
     cmd_names: Vec<String>,
     cmd_index: BTreeMap<Vec<u8>, u16>,
+    error_names: Vec<String>,
+    error_index: BTreeMap<ErrorCode, i16>,
     anonymize_salt: Option<u64>,
     stats: RowStats,
 }
@@ -136,6 +153,8 @@ impl RowBuilder {
             lost: Vec::new(),
             cmd_names: Vec::new(),
             cmd_index: BTreeMap::new(),
+            error_names: Vec::new(),
+            error_index: BTreeMap::new(),
             anonymize_salt,
             stats: RowStats::default(),
         }
@@ -157,11 +176,18 @@ impl RowBuilder {
         let b = &self.batch;
         let room = |n: usize| n + n / 16 + 1024;
         let next = RowBatch::with_capacity(room(b.len()), room(b.key_data.len()), room(b.field_data.len()));
-        std::mem::replace(&mut self.batch, next)
+        let mut batch = std::mem::replace(&mut self.batch, next);
+        batch.error_names = self.error_names.clone();
+        batch
     }
 
     pub fn cmd_names(&self) -> &[String] {
         &self.cmd_names
+    }
+
+    /// The error codes the `error` column indexes.
+    pub fn error_names(&self) -> &[String] {
+        &self.error_names
     }
 
     /// The `conn` of each row of the batch being built.
@@ -176,6 +202,13 @@ impl RowBuilder {
     pub fn push_command(&mut self, conn: u32, c: &Command) {
         let req = self.stats.commands;
         self.stats.commands += 1;
+        let error = match c.reply {
+            Reply::Error(code) => {
+                *self.stats.error_replies.entry(code.as_str().to_string()).or_default() += 1;
+                self.error_code(code)
+            }
+            _ => -1,
+        };
         let Some(name) = c.args.get(0) else { return };
         let upper = name.to_ascii_uppercase();
         let Some(info) = commands::lookup(&upper) else {
@@ -207,7 +240,7 @@ impl RowBuilder {
             Op::Write => OP_WRITE,
             _ => OP_DELETE,
         };
-        self.fill_command_columns(Row { ts: c.ts_ns, conn, req, op, cmd, latency });
+        self.fill_command_columns(Row { ts: c.ts_ns, conn, req, op, cmd, latency, error });
     }
 
     /// The columns all rows of a command share, filled in once its rows are pushed (a fill of n equal
@@ -221,6 +254,21 @@ impl RowBuilder {
         b.op.resize(n, row.op);
         b.cmd.resize(n, row.cmd);
         b.latency_ns.resize(n, row.latency);
+        b.error.resize(n, row.error);
+    }
+
+    fn error_code(&mut self, code: ErrorCode) -> i16 {
+        if let Some(&i) = self.error_index.get(&code) {
+            return i;
+        }
+        let code = if self.error_names.len() >= MAX_ERROR_CODES { ErrorCode::UNNAMED } else { code };
+        if let Some(&i) = self.error_index.get(&code) {
+            return i;
+        }
+        let i = self.error_names.len() as i16;
+        self.error_names.push(code.as_str().to_string());
+        self.error_index.insert(code, i);
+        i
     }
 
     fn cmd_code(&mut self, upper: &[u8]) -> u16 {
@@ -373,6 +421,7 @@ struct Row {
     op: u8,
     cmd: u16,
     latency: i64,
+    error: i16,
 }
 
 /// Where the written value sits among a plain-key write's arguments: `SET key value`, `SETEX key ttl value`.
@@ -489,6 +538,61 @@ mod tests {
         let keys: [&[u8]; 5] = [b"a\x80", br"a\x80", br"a\\x80", b"a\\\x80", br"a\\\x80"];
         let texts: std::collections::BTreeSet<String> = keys.iter().map(|k| text(k)).collect();
         assert_eq!(texts.len(), keys.len());
+    }
+
+    /// Error replies used to look like unknown ones (value_size and found null): a cluster's MOVED and ASK
+    /// attempts then counted as lookups. Their rows carry the code now; other rows carry none.
+    #[test]
+    fn rows_of_a_command_answered_with_an_error_carry_its_code() {
+        let request = [
+            "*4\r\n$5\r\nHMGET\r\n$1\r\nh\r\n$1\r\na\r\n$1\r\nb\r\n",
+            "*1\r\n$6\r\nASKING\r\n",
+            "*4\r\n$5\r\nHMGET\r\n$1\r\nh\r\n$1\r\na\r\n$1\r\nb\r\n",
+            "*2\r\n$3\r\nGET\r\n$1\r\nh\r\n",
+            "*4\r\n$4\r\nHSET\r\n$1\r\nk\r\n$1\r\nf\r\n$1\r\nv\r\n",
+            "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+            "*2\r\n$3\r\nGET\r\n$1\r\nm\r\n",
+        ]
+        .concat();
+        let reply = [
+            "-ASK 3999 127.0.0.1:7001\r\n",
+            "+OK\r\n",
+            "*2\r\n$2\r\nxy\r\n$-1\r\n",
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            "-MOVED 3999 127.0.0.1:7002\r\n",
+            "!21\r\nLOADING Redis is busy\r\n",
+            "$-1\r\n",
+        ]
+        .concat();
+        let mut session = Session::new(Limits::default());
+        let mut rows = RowBuilder::new(None);
+        session.on_data(Direction::Request, 1, request.as_bytes(), &mut |c| rows.push_command(0, c));
+        session.on_data(Direction::Reply, 2, reply.as_bytes(), &mut |c| rows.push_command(0, c));
+        let b = rows.take();
+        let codes: Vec<Option<&str>> =
+            b.error.iter().map(|&e| (e >= 0).then(|| b.error_names[e as usize].as_str())).collect();
+        let (ask, moved, wrong, loading) = (Some("ASK"), Some("MOVED"), Some("WRONGTYPE"), Some("LOADING"));
+        assert_eq!(codes, [ask, ask, None, None, wrong, moved, loading, None]);
+        assert_eq!(b.found, [-1, -1, 1, 0, -1, -1, -1, 0]);
+        let counted: Vec<(&str, u64)> = rows.stats().error_replies.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+        assert_eq!(counted, [("ASK", 1), ("LOADING", 1), ("MOVED", 1), ("WRONGTYPE", 1)]);
+    }
+
+    /// A queued command's error comes as an element of EXEC's array: it is that command's code.
+    #[test]
+    fn an_error_inside_exec_marks_the_command_it_answers() {
+        let request = [
+            "*1\r\n$5\r\nMULTI\r\n",
+            "*2\r\n$3\r\nGET\r\n$1\r\na\r\n",
+            "*2\r\n$3\r\nGET\r\n$1\r\nb\r\n",
+            "*1\r\n$4\r\nEXEC\r\n",
+        ]
+        .concat();
+        let reply = "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n-WRONGTYPE no\r\n$1\r\nx\r\n";
+        let b = rows(Limits::default(), request.as_bytes(), reply.as_bytes());
+        assert_eq!(b.error, [0, -1]);
+        assert_eq!(b.error_names, ["WRONGTYPE"]);
+        assert_eq!(b.found, [-1, 1]);
     }
 
     #[test]

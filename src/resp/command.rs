@@ -1,6 +1,7 @@
 //! What a session emits: one command, its arguments, and a summary of its reply that holds no value bytes.
 
 use super::arena::{ArgsView, FieldsView};
+use super::error_code::ErrorCode;
 
 /// One command of a connection, emitted in the order the client sent it, once its reply is known or
 /// declared unknown. The views borrow the session's storage: copy what you keep.
@@ -47,8 +48,8 @@ pub enum Reply<'a> {
     Integer(i64),
     /// A simple string (`+OK`, `+PONG`); its text is not kept.
     Simple,
-    /// An error, simple or bulk; its text is not kept.
-    Error,
+    /// An error, simple or bulk: its code (the first word); the rest of its text is not kept.
+    Error(ErrorCode),
     /// Anything else (doubles, booleans, big numbers, maps other than HGETALL's, nested arrays, EXEC's own
     /// array whose elements went to the queued commands, replies too large to describe).
     Other,

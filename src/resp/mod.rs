@@ -15,6 +15,7 @@
 
 mod arena;
 mod command;
+mod error_code;
 mod inline;
 mod line;
 mod redact;
@@ -32,6 +33,7 @@ mod tests;
 pub use crate::net::Direction;
 pub use arena::{ArgsView, FieldsView};
 pub use command::{Command, Reply};
+pub use error_code::{ErrorCode, MAX_CODE};
 pub use redact::REDACTED;
 pub use session::Session;
 

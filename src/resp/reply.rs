@@ -13,6 +13,7 @@
 //! Redis and are treated as invalid.
 
 use super::arena::Span;
+use super::error_code::CodeText;
 use super::line::{fast_int_line, parse_int, LineReader};
 use super::Limits;
 
@@ -52,6 +53,8 @@ pub(crate) struct Node {
     pub int: i64,
     /// Index into `Frame::key_spans` when the string's bytes were captured.
     pub key: u32,
+    /// Index into `Frame::codes` for an error (`NO_KEY` otherwise).
+    pub code: u32,
 }
 
 /// What the session wants kept of the next frame.
@@ -69,6 +72,8 @@ pub(crate) struct Frame {
     pub nodes: Vec<Node>,
     pub keys: Vec<u8>,
     pub key_spans: Vec<Span>,
+    /// The beginnings of the recorded errors' texts, which give their codes.
+    pub codes: Vec<CodeText>,
     /// A top-level simple string, or the first element of a top-level aggregate when it is a string of at
     /// most `TAG` bytes; `tag_len` is `None` otherwise.
     pub tag: [u8; TAG],
@@ -96,6 +101,8 @@ enum Capture {
     None,
     Key,
     Tag,
+    /// A bulk error's text, into the last of `Frame::codes`.
+    Code,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -221,6 +228,7 @@ impl ReplyParser {
         f.nodes.clear();
         f.keys.clear();
         f.key_spans.clear();
+        f.codes.clear();
         f.tag_len = None;
         f.overflow = false;
     }
@@ -230,6 +238,7 @@ impl ReplyParser {
         self.frame.nodes.capacity() * std::mem::size_of::<Node>()
             + self.frame.keys.capacity()
             + self.frame.key_spans.capacity() * 8
+            + self.frame.codes.capacity() * std::mem::size_of::<CodeText>()
             + self.stack.capacity() * std::mem::size_of::<Level>()
     }
 
@@ -371,6 +380,11 @@ impl ReplyParser {
                 f.tag[have..have + bytes.len()].copy_from_slice(bytes);
                 f.tag_len = Some((have + bytes.len()) as u8);
             }
+            Capture::Code => {
+                if let Some(text) = self.frame.codes.last_mut() {
+                    text.extend(bytes);
+                }
+            }
         }
     }
 
@@ -383,7 +397,16 @@ impl ReplyParser {
                 }
                 self.scalar(Kind::Simple, len, 0)
             }
-            b'-' => self.scalar(Kind::Error, len, 0),
+            b'-' => {
+                let code = self.code_slot(len);
+                if let Some(text) = self.frame.codes.get_mut(code as usize) {
+                    text.extend(line);
+                }
+                self.record(Kind::Error, len as u64, 0, NO_KEY);
+                self.set_code(code);
+                self.element_done();
+                true
+            }
             b'_' => len == 0 && self.scalar(Kind::Null, 0, 0),
             b'#' => (line == b"t" || line == b"f") && self.scalar(Kind::Bool, 0, 0),
             b',' => len > 0 && self.scalar(Kind::Double, 0, 0),
@@ -434,6 +457,16 @@ impl ReplyParser {
         };
         let mut capture = Capture::None;
         let mut key = NO_KEY;
+        if kind == Kind::BulkError {
+            let code = self.code_slot(n as usize);
+            if code != NO_KEY {
+                capture = Capture::Code;
+            }
+            self.record(kind, n as u64, 0, key);
+            self.set_code(code);
+            self.state = State::Payload { left: n as u64, capture };
+            return true;
+        }
         if self.attributes == 0 {
             let depth = self.stack.len() as u8;
             let index = self.stack.last().map_or(0, |l| l.index);
@@ -497,7 +530,29 @@ impl ReplyParser {
             return;
         }
         let len = len.min(u32::MAX as u64) as u32;
-        self.frame.nodes.push(Node { kind, depth: depth as u8, len, int, key });
+        self.frame.nodes.push(Node { kind, depth: depth as u8, len, int, key, code: NO_KEY });
+    }
+
+    /// Room for the code of an error of `len` bytes about to be recorded: its index in `Frame::codes`, or
+    /// `NO_KEY` when the error will not be recorded (so codes never outnumber nodes).
+    fn code_slot(&mut self, len: usize) -> u32 {
+        let recorded = self.attributes == 0
+            && self.stack.len() <= self.plan.depth as usize
+            && self.frame.nodes.len() < self.limits.max_reply_elements;
+        if !recorded {
+            return NO_KEY;
+        }
+        self.frame.codes.push(CodeText::new(len));
+        (self.frame.codes.len() - 1) as u32
+    }
+
+    /// The node just recorded is the error whose code is at `code`.
+    fn set_code(&mut self, code: u32) {
+        if code != NO_KEY {
+            if let Some(node) = self.frame.nodes.last_mut() {
+                node.code = code;
+            }
+        }
     }
 
     /// An element (scalar, string or closed aggregate) is complete: close the aggregates it completes.

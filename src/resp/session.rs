@@ -45,7 +45,7 @@ use super::command::Command;
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
-    classify, compatible, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
+    classify, compatible, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
 use super::{Direction, Limits, RespStats};
 
@@ -754,7 +754,7 @@ impl Session {
 
     /// Mode changes a reply confirms.
     fn after_reply(&mut self, class: Class, reply: Stored) {
-        let ok = !matches!(reply, Stored::Error);
+        let ok = !matches!(reply, Stored::Error(_));
         match class {
             Class::Discard if ok => self.end_transaction(Stored::NoReply),
             Class::Reset if ok => {
@@ -791,8 +791,9 @@ impl Session {
                 return Stored::Nil;
             }
             Kind::Error | Kind::BulkError => {
+                let code = error_code(frame, &top);
                 self.end_transaction(Stored::NoReply);
-                return Stored::Error;
+                return Stored::Error(code);
             }
             _ => {}
         }

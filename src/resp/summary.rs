@@ -8,6 +8,7 @@
 
 use super::arena::{ArgsView, Fifo, Span};
 use super::command::Reply;
+use super::error_code::ErrorCode;
 use super::reply::{Frame, Kind, Node, NO_KEY};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,7 +156,7 @@ pub(crate) enum Stored {
     Bulk(u32),
     Integer(i64),
     Simple,
-    Error,
+    Error(ErrorCode),
     Other,
     Array { lens: u64, n: u32 },
     Map { lens: u64, n: u32, bytes: u64, bytes_len: u32, spans: u64 },
@@ -195,7 +196,7 @@ impl ReplyStore {
             Stored::Bulk(len) => Reply::Bulk { len },
             Stored::Integer(v) => Reply::Integer(v),
             Stored::Simple => Reply::Simple,
-            Stored::Error => Reply::Error,
+            Stored::Error(code) => Reply::Error(code),
             Stored::Other => Reply::Other,
             Stored::Array { lens, n } => Reply::Array(self.lens.slice(lens, n as usize)),
             Stored::Map { lens, n, bytes, bytes_len, spans } => Reply::Map {
@@ -223,7 +224,7 @@ pub(crate) fn summarize(frame: &Frame, root: usize, class: Class, store: &mut Re
     let node = frame.nodes[root];
     match node.kind {
         Kind::Simple => Stored::Simple,
-        Kind::Error | Kind::BulkError => Stored::Error,
+        Kind::Error | Kind::BulkError => Stored::Error(error_code(frame, &node)),
         Kind::Integer => Stored::Integer(node.int),
         Kind::Bulk => Stored::Bulk(node.len),
         Kind::Verbatim => Stored::Bulk(node.len.saturating_sub(4)),
@@ -245,6 +246,11 @@ pub(crate) fn summarize(frame: &Frame, root: usize, class: Class, store: &mut Re
             lengths(children, store)
         }
     }
+}
+
+/// The code of the error `node` of `frame`.
+pub(crate) fn error_code(frame: &Frame, node: &Node) -> ErrorCode {
+    frame.codes.get(node.code as usize).map_or(ErrorCode::UNNAMED, |text| text.code())
 }
 
 fn string_len(n: &Node) -> Option<Option<u32>> {

@@ -49,7 +49,8 @@ pub enum Owned {
     Map(Vec<Vec<u8>>, Vec<Option<u32>>),
     Integer(i64),
     Simple,
-    Error,
+    /// Its code.
+    Error(String),
     Other,
 }
 
@@ -66,7 +67,7 @@ impl Owned {
             }
             Reply::Integer(v) => Owned::Integer(v),
             Reply::Simple => Owned::Simple,
-            Reply::Error => Owned::Error,
+            Reply::Error(code) => Owned::Error(code.as_str().to_string()),
             Reply::Other => Owned::Other,
         }
     }

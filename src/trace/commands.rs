@@ -115,6 +115,9 @@ fn is_other_command(name: &[u8]) -> bool {
         b"XREAD", b"XRANGE", b"XLEN", b"XACK", b"XREADGROUP", b"XGROUP", b"XTRIM", b"XDEL", b"PFADD",
         b"PFCOUNT", b"PFMERGE", b"SETBIT", b"GETBIT", b"BITCOUNT", b"BITOP", b"BITFIELD", b"GEOADD",
         b"GEOSEARCH", b"GEODIST", b"GEOPOS", b"SORT", b"SHUTDOWN", b"ACL", b"MODULE",
+        // A Redis Cluster's own: resharding moves keys with MIGRATE, which sends RESTORE-ASKING (and RESTORE)
+        // to the node the slot goes to; CLUSTER, READONLY, READWRITE and ASKING are above.
+        b"MIGRATE", b"RESTORE-ASKING",
     ];
     OTHER.contains(&name)
 }
@@ -131,6 +134,14 @@ mod tests {
         assert_eq!(lookup(b"PING").unwrap().op, Op::Other);
         assert!(lookup(b"HMGETT").is_none());
         assert!(lookup(b"42932745").is_none());
+    }
+
+    /// Resharding traffic used to count as unknown commands.
+    #[test]
+    fn a_clusters_own_commands_are_known() {
+        for name in [&b"MIGRATE"[..], b"RESTORE-ASKING", b"CLUSTER", b"READONLY", b"READWRITE", b"ASKING"] {
+            assert_eq!(lookup(name).map(|i| i.op), Some(Op::Other), "{}", String::from_utf8_lossy(name));
+        }
     }
 
     #[test]

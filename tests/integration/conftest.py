@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from .cluster import Cluster
 from .scenario import record_in_netns, record_loopback
 from .servers import HarnessError, Netns, RedisServer, Tcpdump
 
@@ -30,6 +31,18 @@ def redis_server(tmp_path):
     try:
         with RedisServer(tmp_path) as server:
             yield server
+    except HarnessError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture
+def redis_cluster(tmp_path):
+    """A Redis Cluster of three masters on free ports of 127.0.0.1 (each node in a directory of its own, so
+    their nodes.conf files never clash); stopped after the test."""
+    _require_tools()
+    try:
+        with Cluster(tmp_path / "cluster") as cluster:
+            yield cluster
     except HarnessError as e:
         pytest.fail(str(e), pytrace=False)
 

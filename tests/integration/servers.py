@@ -132,14 +132,17 @@ class Tcpdump:
     not scheduled for a while on a busy machine: a kernel drop would be a hole in the capture.
     """
 
-    def __init__(self, path, port: int, interface: str = "lo", prefix=()):
+    def __init__(self, path, port: int | list[int], interface: str = "lo", prefix=()):
+        """`port`: the port to capture, or a list of them (a cluster's nodes and their buses)."""
         self.path, self.port, self.interface, self.prefix = str(path), port, interface, list(prefix)
         self._proc: Process | None = None
         self.stats: dict[str, int] = {}
 
     def __enter__(self):
+        ports = self.port if isinstance(self.port, list) else [self.port]
+        bpf = " or ".join(f"port {p}" for p in ports).split(" ")
         argv = self.prefix + ["tcpdump", "-i", self.interface, "-w", self.path, "-s", "0", "-B", "65536", "-U",
-                              "--immediate-mode", "-Z", "root", "port", str(self.port)]
+                              "--immediate-mode", "-Z", "root", *bpf]
         self._proc = Process(argv, "stderr")
         if not self._proc.wait_for("listening on", START_TIMEOUT):
             self._proc.stop()

@@ -25,7 +25,7 @@ fn request_reply_with_timestamps() {
             (s("INCR n"), Owned::Integer(5)),
             (s("SET k v"), Owned::Simple),
             (s("GET missing"), Owned::Nil),
-            (s("FOO"), Owned::Error),
+            (s("FOO"), Owned::Error(s("ERR"))),
         ]
     );
     assert_eq!((r.got[1].ts, r.got[1].reply_ts), (200, Some(260)));
@@ -146,8 +146,8 @@ fn discarded_aborted_and_failed_transactions() {
             (s("EXEC"), Owned::Nil),
             (s("MULTI"), Owned::Simple),
             (s("GET a"), no),
-            (s("NOPE"), Owned::Error),
-            (s("EXEC"), Owned::Error),
+            (s("NOPE"), Owned::Error(s("ERR"))),
+            (s("EXEC"), Owned::Error(s("EXECABORT"))),
         ]
     );
     assert_eq!(r.session.stats().no_reply, 3);

@@ -136,7 +136,7 @@ impl Gen {
             }
             5 => (vec![b"INCR".to_vec(), key("c")], format!(":{n}\r\n").into_bytes(), Owned::Integer(n as i64)),
             6 => (vec![b"SET".to_vec(), key("s"), self.rng.bytes(5)], b"+OK\r\n".to_vec(), Owned::Simple),
-            _ => (vec![key("NOPE")], b"-ERR unknown command\r\n".to_vec(), Owned::Error),
+            _ => (vec![key("NOPE")], b"-ERR unknown command\r\n".to_vec(), Owned::Error("ERR".into())),
         }
     }
 
