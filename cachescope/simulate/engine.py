@@ -221,7 +221,7 @@ def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
     keys = []
     with _progress_bar(source, progress, "reading the future of") as bar:
         for batch in source.batches():
-            reads = batch["ops"] == 0
+            reads = batch["ops"] == 0 if "ops" in batch else np.ones(len(batch["keys"]), dtype=bool)
             if allow is not None:
                 reads &= np.isin(batch["fields"], np.array(allow, dtype=np.uint64))
             keys.append(batch["keys"][reads])

@@ -113,6 +113,7 @@ impl Run {
 
     /// Reads only, entries only, nothing time-driven: the loop the benchmarks measure.
     pub fn process_plain(&mut self, keys: &[u64], window: u64) {
+        let hits_before = self.st.counters.hits;
         let st = &mut self.st;
         with_policy!(&mut self.policy, p => {
             let mut pos = 0;
@@ -132,10 +133,11 @@ impl Run {
                 }
             }
         });
-        // Every plain lookup is a command of its own.
+        // Every plain lookup is a command of its own, served when it hits.
         let n = keys.len() as u64;
         self.st.counters.lookups += n;
         self.st.counters.commands += n;
+        self.st.counters.commands_served = self.st.counters.commands_served + self.st.counters.hits - hits_before;
     }
 
     /// Any events, any options. `first_ts` is the trace's first time (for `restart_every`).

@@ -53,6 +53,13 @@ fn the_general_loop_agrees_with_the_plain_one() {
     assert_eq!(plain.runs()[0].hits(), general.runs()[0].hits());
     assert_eq!(plain.timeline().hits, general.timeline().hits);
     assert_eq!(general.runs()[0].counters().commands, keys.len() as u64 / 7 + 1);
+    // Without command indices every lookup is its own command, served when it hits, in either loop.
+    let ops = vec![crate::trace::reader::OP_READ; keys.len()];
+    let mut by_op = entries(&[("lru", 500)], 100);
+    by_op.feed(&Events { ops: Some(&ops), ..Events::reads(&keys) }).unwrap();
+    let (p, g) = (plain.runs()[0].counters(), by_op.runs()[0].counters());
+    assert_eq!((p.commands, p.commands_served), (g.commands, g.commands_served));
+    assert_eq!(p.commands_served, p.hits);
 }
 
 #[test]
