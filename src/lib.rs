@@ -13,6 +13,7 @@ pub mod policy;
 pub mod reassembly;
 pub mod resp;
 pub mod sim;
+pub mod simulation;
 pub mod trace;
 
 #[cfg(feature = "python")]

@@ -17,7 +17,8 @@ use crate::error::TraceError;
 use crate::hash;
 use crate::policy::SPECS;
 use crate::parse;
-use crate::sim::{self, Events, Options, RunSpec, Unit, WriteMode};
+use crate::sim::{self, Events, Options, Unit, WriteMode};
+use crate::simulation::{self, RunSpec};
 use crate::trace::{self, Granularity, TextFormat};
 
 create_exception!(_native, NativeTraceError, PyValueError, "A trace file that cannot be read: `path: line N: why`.");
@@ -260,7 +261,7 @@ impl StreamParser {
 
 #[pyclass(module = "cachescope._native")]
 struct Simulation {
-    inner: sim::Simulation,
+    inner: simulation::Simulation,
 }
 
 /// A run as Python gives it: (policy, capacity) for entries, or (policy, capacity, entry_overhead or None),
@@ -327,7 +328,7 @@ impl Simulation {
             restart_phase_ns: 0,
         };
         let future = future.map(|f| f.as_slice().map(Arc::from)).transpose()?;
-        Ok(Simulation { inner: sim::Simulation::new(&specs, opts, future).map_err(value_err)? })
+        Ok(Simulation { inner: simulation::Simulation::new(&specs, opts, future).map_err(value_err)? })
     }
 
     #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None,

@@ -11,7 +11,7 @@ from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
-from cachescope.simulate.result import approx_count, human_bytes, label
+from cachescope.simulate.labels import approx_count, human_bytes, label
 from cachescope.trace.formats import FORMATS
 from cachescope.trace.readers import GRANULARITIES
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from cachescope.simulate.registry import POLICIES
-from cachescope.simulate.result import approx_count, human_bytes, human_count
+from cachescope.simulate.labels import approx_count, human_bytes, human_count
 
 
 def plot_curves(result, path: str | None = None, title: str | None = None):

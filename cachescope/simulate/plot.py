@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from cachescope.simulate.registry import INFINITE
-from cachescope.simulate.result import human_count, label
+from cachescope.simulate.labels import human_count, label
 
 
 def check_plot_path(path: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cachescope.simulate.registry import INFINITE, POLICIES
+from cachescope.simulate.registry import INFINITE
 from cachescope.trace.readers import TraceInfo
 
 
@@ -235,36 +235,3 @@ def _plain(v):
 def _missing(v) -> bool:
     """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null."""
     return not isinstance(v, (list, tuple)) and pd.isna(v)
-
-
-def label(policy: str, capacity, unit: str = "entries") -> str:
-    """`LRU 100k` for entries, `LRU 64 MiB` for bytes."""
-    spec = POLICIES.get(policy, INFINITE)
-    if capacity is None or pd.isna(capacity):
-        return spec.label
-    return f"{spec.label} {human_bytes(capacity) if unit == 'bytes' else human_count(capacity)}"
-
-
-def human_bytes(n) -> str:
-    n = int(n)
-    for shift, suffix in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):g} {suffix}" if n % (1 << (shift - 10)) == 0 else f"{n / (1 << shift):.1f} {suffix}"
-    return f"{n} B"
-
-
-def approx_count(n) -> str:
-    """Three significant digits: `21.6k`, `5.85k`, `1.2M`; small numbers whole."""
-    n = int(n)
-    for div, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
-        if n >= div:
-            return f"{n / div:.3g}{suffix}"
-    return f"{n}"
-
-
-def human_count(n) -> str:
-    n = int(n)
-    for div, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
-        if n >= div and (n * 100) % div == 0:  # 100k, 1.5M; not 12.244k
-            return f"{n / div:g}{suffix}"
-    return f"{n:,}"

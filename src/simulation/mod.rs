@@ -1,0 +1,293 @@
+//! Running several policies over one stream of trace events, batch by batch, with a hit-rate timeline: the
+//! single-capacity runs, the curves and the fleets of one simulation, each fed the same events.
+//!
+//! The timeline cuts the lookups into consecutive windows of `window` lookups and records each run's hits
+//! per window, plus the time of the window's last lookup when the trace has a clock. The hit rate "over the
+//! last W lookups" and the cumulative hit rate both follow from these counts. Runs are independent, so a
+//! batch is handed to one thread per run.
+
+use std::sync::Arc;
+
+use crate::curve::{Curve, LruCurve, MiniSim, Shards};
+use crate::fleet::{Fleet, Route};
+use crate::hash::KeySet;
+use crate::sim::{Events, Membership, Options, Run, Unit, WriteMode};
+use crate::trace::reader::OP_READ;
+
+/// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub policy: String,
+    pub capacity: u64,
+    pub unit: Unit,
+    pub params: Vec<(String, f64)>,
+}
+
+impl RunSpec {
+    pub fn entries(policy: &str, capacity: u64) -> RunSpec {
+        RunSpec { policy: policy.to_string(), capacity, unit: Unit::Entries, params: Vec::new() }
+    }
+}
+
+pub struct Simulation {
+    runs: Vec<Run>,
+    /// Curves (exact, SHARDS, miniature simulations), fed the same events as the runs.
+    curves: Vec<Curve>,
+    /// Fleets of pods, fed the same events.
+    fleets: Vec<Fleet>,
+    opts: Options,
+    members: Membership,
+    /// Unique read keys, counted when a run's resident set no longer tells (restarts, TTL, invalidation).
+    unique_reads: Option<KeySet>,
+    lookups: u64,
+    /// Time of the last lookup of each completed window.
+    window_ts: Vec<i64>,
+    has_clock: Option<bool>,
+    first_ts: Option<i64>,
+    /// Time of the last lookup so far (the end of a partial last window).
+    last_ts: i64,
+}
+
+/// Below this many events a batch is not worth a thread per run.
+const PARALLEL_MIN_BATCH: usize = 1 << 16;
+
+impl Simulation {
+    /// `future`: `policy::belady::next_access` of the lookups the runs will see, for policies that need it.
+    pub fn new(runs: &[RunSpec], opts: Options, future: Option<Arc<[u64]>>) -> Result<Simulation, String> {
+        if opts.window == 0 {
+            return Err("the timeline window must be at least 1 lookup".into());
+        }
+        if opts.ttl_ns.is_some_and(|t| t <= 0) || opts.restart_every_ns.is_some_and(|t| t <= 0) {
+            return Err("TTL and restart intervals must be positive".into());
+        }
+        let runs = runs
+            .iter()
+            .map(|r| Run::new(&r.policy, r.capacity, r.unit, &r.params, future.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut opts = opts;
+        opts.refreshes.sort_unstable();
+        opts.restarts_at.sort_unstable();
+        let members = Membership::new(opts.refreshes.iter().map(|r| r.1));
+        Ok(Simulation {
+            runs,
+            curves: Vec::new(),
+            fleets: Vec::new(),
+            opts,
+            members,
+            unique_reads: None,
+            lookups: 0,
+            window_ts: Vec::new(),
+            has_clock: None,
+            first_ts: None,
+            last_ts: 0,
+        })
+    }
+
+    /// Adds an exact LRU curve at `capacities` (in `unit`; at most `window_columns` of them in the timeline).
+    pub fn add_lru_curve(&mut self, capacities: &[u64], unit: Unit, window_columns: usize) -> Result<(), String> {
+        if let Some(what) = LruCurve::unsupported(&self.opts) {
+            return Err(format!("the exact LRU curve cannot model {what}: run single capacities instead"));
+        }
+        if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
+            return Err("an exact LRU curve in bytes cannot model invalidation (a freed slot is refilled \
+                        differently at each capacity): use entries, or single byte capacities".into());
+        }
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Exact(LruCurve::new(capacities, unit, window_columns)?));
+        Ok(())
+    }
+
+    /// Adds a SHARDS estimate of the LRU curve: `samples` disjoint samples of `rate` of the keys each, with at
+    /// most `max_keys` keys each if given.
+    pub fn add_shards(&mut self, capacities: &[u64], unit: Unit, rate: f64, samples: usize, max_keys: Option<usize>)
+                      -> Result<(), String> {
+        if let Some(what) = LruCurve::unsupported(&self.opts) {
+            return Err(format!("an LRU curve cannot model {what}: run single capacities instead"));
+        }
+        if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
+            return Err("an LRU curve in bytes cannot model invalidation: use entries, or single byte capacities".into());
+        }
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Shards(Shards::new(capacities, unit, rate, samples, max_keys)?));
+        Ok(())
+    }
+
+    /// Adds miniature simulations of `policy` at `capacities` over `samples` disjoint samples of `rate` of the
+    /// keys each.
+    pub fn add_minisim(&mut self, policy: &str, capacities: &[u64], unit: Unit, params: &[(String, f64)],
+                       rate: f64, samples: usize) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Mini(MiniSim::new(policy, capacities, unit, params, rate, samples)?));
+        Ok(())
+    }
+
+    /// Adds a fleet of `pods` caches of `policy` at `capacity` each, routed by `route`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_fleet(&mut self, policy: &str, capacity: u64, unit: Unit, params: &[(String, f64)], pods: u32,
+                     route: Route, rolling: Option<(i64, i64)>) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.fleets.push(Fleet::new(policy, capacity, unit, params, pods, route, &self.opts, rolling)?);
+        Ok(())
+    }
+
+    pub fn fleets(&self) -> &[Fleet] {
+        &self.fleets
+    }
+
+    fn check_curve_can_start(&self) -> Result<(), String> {
+        if self.lookups > 0 {
+            return Err("curves and fleets must be added before the first batch".into());
+        }
+        Ok(())
+    }
+
+    pub fn curves(&self) -> &[Curve] {
+        &self.curves
+    }
+
+    /// Plain entry-count runs of the named policies: the simplest use, and the benchmarks'.
+    pub fn entries(policies: &[(String, u64)], window: u64) -> Result<Simulation, String> {
+        let specs: Vec<RunSpec> = policies.iter().map(|(p, c)| RunSpec::entries(p, *c)).collect();
+        Simulation::new(&specs, Options::with_window(window), None)
+    }
+
+    /// Feeds the next events in trace order.
+    pub fn feed(&mut self, ev: &Events) -> Result<(), String> {
+        ev.validate()?;
+        if ev.is_empty() {
+            return Ok(());
+        }
+        let clocked = ev.ts_ns.is_some();
+        match self.has_clock {
+            None => self.has_clock = Some(clocked),
+            Some(had) if had != clocked => return Err("some batches have timestamps and some do not".into()),
+            _ => {}
+        }
+        if ev.shards.is_none() && self.fleets.iter().any(Fleet::needs_shards) {
+            return Err("routing by key pattern needs the shard id of every event (the reader computes it)".into());
+        }
+        if ev.clients.is_none() && self.fleets.iter().any(Fleet::needs_clients) {
+            return Err("routing by client needs a trace that knows its clients (a capture, a MONITOR log, or a \
+                        Parquet trace with a client column)".into());
+        }
+        if !clocked && (self.opts.needs_clock() || self.fleets.iter().any(Fleet::rolls)) {
+            return Err("TTL, refresh schedules and restarts need a trace with timestamps".into());
+        }
+        if let Some(ts) = ev.ts_ns {
+            self.first_ts.get_or_insert(ts[0]);
+        }
+        let plain = ev.is_plain() && self.opts.is_plain() && self.runs.iter().all(|r| r.unit == Unit::Entries);
+        if !plain {
+            let unique = self.unique_reads.get_or_insert_with(KeySet::default);
+            for i in 0..ev.len() {
+                if ev.op(i) == OP_READ {
+                    unique.insert(ev.keys[i]);
+                }
+                if ev.ops.is_some() {
+                    self.members.observe(ev.keys[i], ev.entity(i), ev.field(i));
+                }
+            }
+        }
+        self.note_window_times(ev);
+        let (opts, members, first_ts) = (&self.opts, &self.members, self.first_ts);
+        let process = |run: &mut Run| {
+            if plain {
+                run.process_plain(ev.keys, opts.window)
+            } else {
+                run.process(ev, members, opts, first_ts)
+            }
+        };
+        let trace_curve = |curve: &mut Curve| curve.process(ev, members, opts, first_ts);
+        let feed_fleet = |fleet: &mut Fleet| fleet.process(ev, members, first_ts);
+        if self.runs.len() + self.curves.len() + self.fleets.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
+            std::thread::scope(|s| {
+                for run in self.runs.iter_mut() {
+                    s.spawn(move || process(run));
+                }
+                for curve in self.curves.iter_mut() {
+                    s.spawn(move || trace_curve(curve));
+                }
+                for fleet in self.fleets.iter_mut() {
+                    s.spawn(move || feed_fleet(fleet));
+                }
+            });
+        } else {
+            self.runs.iter_mut().for_each(process);
+            self.curves.iter_mut().for_each(trace_curve);
+            self.fleets.iter_mut().for_each(feed_fleet);
+        }
+        Ok(())
+    }
+
+    /// Counts the batch's lookups and records the time of each window's last lookup.
+    fn note_window_times(&mut self, ev: &Events) {
+        let window = self.opts.window;
+        match (ev.ops, ev.ts_ns) {
+            (None, None) => self.lookups += ev.len() as u64,
+            _ => {
+                for i in 0..ev.len() {
+                    if ev.op(i) == OP_READ {
+                        self.lookups += 1;
+                        if let Some(t) = ev.ts(i) {
+                            self.last_ts = t;
+                            if self.lookups % window == 0 {
+                                self.window_ts.push(t);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn lookups(&self) -> u64 {
+        self.lookups
+    }
+
+    pub fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// Unique keys looked up, when the simulation had to count them (see `unique_reads`); otherwise the
+    /// resident size of an `infinite` run is the count.
+    pub fn unique_reads(&self) -> Option<usize> {
+        self.unique_reads.as_ref().map(KeySet::len)
+    }
+
+    pub fn has_clock(&self) -> bool {
+        self.has_clock == Some(true)
+    }
+
+    pub fn first_ts(&self) -> Option<i64> {
+        self.first_ts
+    }
+
+    /// The timeline so far: the 1-based index of each window's last lookup, its time (if the trace has a
+    /// clock), and each run's hits per window. A final partial window is included.
+    pub fn timeline(&self) -> Timeline {
+        let window = self.opts.window;
+        let partial = self.lookups % window != 0;
+        let mut ends: Vec<u64> = (1..=self.lookups / window).map(|w| w * window).collect();
+        let mut ts = Vec::new();
+        if self.has_clock() {
+            ts = self.window_ts.clone();
+        }
+        if partial {
+            ends.push(self.lookups);
+            if self.has_clock() {
+                ts.push(self.last_ts);
+            }
+        }
+        Timeline { ends, ts, hits: self.runs.iter().map(Run::window_hits).collect() }
+    }
+}
+
+pub struct Timeline {
+    pub ends: Vec<u64>,
+    pub ts: Vec<i64>,
+    /// hits[run][window]
+    pub hits: Vec<Vec<u64>>,
+}
+
+#[cfg(test)]
+mod tests;
