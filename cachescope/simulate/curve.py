@@ -21,7 +21,7 @@ AUTO_STEP = 1.02
 MAX_CURVE_POINTS = 20_000
 
 DEFAULT_SALTS = 4
-"""Samples per sampled curve: each salt draws other keys, and their spread is the curve's error band."""
+"""Samples per sampled curve: disjoint samples of the keys, whose spread is the curve's error band."""
 
 MINISIM_RATE = 0.01
 """Miniature simulations sample 1% of the keys unless told otherwise."""
