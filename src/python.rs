@@ -387,16 +387,23 @@ impl Simulation {
     /// Adds a fleet of `pods` caches of `policy` at `capacity` each (bytes when `entry_overhead` is given),
     /// routed by `route` (`random`, `round-robin`, `entity`); with `rolling` (every_ns, over_ns), a rolling
     /// restart of the pods every `every_ns`, from the first pod to the last over `over_ns`.
+    /// `time_factor`: the pods' clock runs that many times faster than the trace's (the sharded what-if from
+    /// one pod's capture).
     #[pyo3(signature = (policy, capacity, pods, route, entry_overhead=None, params=HashMap::new(), seed=0,
-                        rolling=None))]
+                        rolling=None, time_factor=1))]
     #[allow(clippy::too_many_arguments)]
     fn add_fleet(&mut self, policy: &str, capacity: u64, pods: u32, route: &str, entry_overhead: Option<u32>,
-                 params: HashMap<String, f64>, seed: u64, rolling: Option<(i64, i64)>) -> PyResult<()> {
+                 params: HashMap<String, f64>, seed: u64, rolling: Option<(i64, i64)>, time_factor: u32)
+                 -> PyResult<()> {
         let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
         let mut params: Vec<(String, f64)> = params.into_iter().collect();
         params.sort_by(|a, b| a.0.cmp(&b.0));
         let route = crate::fleet::Route::parse(route, seed).map_err(value_err)?;
-        self.inner.add_fleet(policy, capacity, unit, &params, pods, route, rolling).map_err(value_err)
+        self.inner.add_fleet(policy, capacity, unit, &params, pods, route, rolling).map_err(value_err)?;
+        if time_factor > 1 {
+            self.inner.last_fleet().compress_time(time_factor);
+        }
+        Ok(())
     }
 
     /// One dict per fleet: `policy`, `capacity`, `route`, `pods`, `per_pod` (one dict of counters per pod, with
@@ -412,6 +419,7 @@ impl Simulation {
                 d.set_item("route", f.route().name())?;
                 d.set_item("pods", f.pods().len())?;
                 d.set_item("rolling", f.rolls())?;
+                d.set_item("time_factor", f.time_factor())?;
                 let per_pod = f.pods().iter().map(|r| run_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
                 d.set_item("per_pod", per_pod)?;
                 d.set_item("window_hits", f.window_hits().into_pyarray(py))?;

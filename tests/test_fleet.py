@@ -170,3 +170,24 @@ def test_a_bad_key_pattern_is_one_line(trace):
         assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     bad = run_cli("simulate.py", path, "--lru", "10", "--pods", "2", "--route", "key-pattern")
     assert bad.returncode == 2 and "go together" in bad.stderr
+
+
+def test_the_sharded_what_if_from_one_pods_capture(trace):
+    """One pod's capture of a replicated fleet of 6: the replicated estimate is the pod alone; the sharded
+    what-if routes by entity over 6 pods whose clock runs 6 times faster (a shard takes its entities' lookups
+    from 6 pods): the same hits as an entity fleet when nothing depends on time, 6 times fewer restarts in the
+    trace's span, and warm-ups measured on the shards' clock."""
+    path, events = trace
+    span_s = (events[-1].ts - events[0].ts) / 1e9
+    every = f"{int(span_s // 12)}s"
+    what_if = cachescope.simulate_trace(path, lru=[40], one_pod_of=6).summary.to_dict("records")
+    single = cachescope.simulate_trace(path, lru=[40]).summary.iloc[0]
+    sharded = cachescope.simulate_trace(path, lru=[40], pods=6, route="entity").summary.iloc[0]
+    assert (what_if[0]["pods"], what_if[0]["hits"]) == (1, single["hits"])
+    assert (what_if[1]["pods"], what_if[1]["hits"]) == (6, sharded["hits"]) and "what-if" in what_if[1]["estimate"]
+    timed = cachescope.simulate_trace(path, lru=[40], one_pod_of=6, restart_every=every).summary
+    plain = cachescope.simulate_trace(path, lru=[40], pods=6, route="entity", restart_every=every).summary
+    assert plain["restarts"][0] >= 6 * 11
+    assert timed["restarts"][1] <= 6 * 2 < plain["restarts"][0]
+    bad = run_cli("simulate.py", path, "--lru", "10", "--one-pod-of", "6", "--pods", "3")
+    assert bad.returncode == 2 and "without --pods" in bad.stderr

@@ -55,6 +55,9 @@ def build_parser(prog: str) -> Parser:
     fleet.add_argument("--key-pattern", metavar="REGEX",
                        help="with --route key-pattern: shard by the id the first (...) group takes from each key "
                             "(^mer_(\\d+): shards by merchant)")
+    fleet.add_argument("--one-pod-of", type=int, metavar="N",
+                       help="the trace is one pod's of a replicated fleet of N: simulate this pod alone (the "
+                            "replicated fleet) and the sharded what-if over N pods (an estimate)")
     fleet.add_argument("--rolling-restart-every", metavar="DURATION",
                        help="a rolling deployment this often (6h): the pods restart one after another")
     fleet.add_argument("--rolling-over", default="20m", metavar="DURATION",
@@ -138,6 +141,7 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         rolling_restart_every=args.rolling_restart_every,
         rolling_over=args.rolling_over,
         key_pattern=args.key_pattern,
+        one_pod_of=args.one_pod_of,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if args.timeline:
@@ -184,7 +188,9 @@ def format_summary(result) -> str:
     lines.append("  ".join(f"{name:>{width}}" if i else f"{name:<{width}}" for i, (name, width, _) in enumerate(columns)))
     for row in result.summary.to_dict("records"):
         name = label(row["policy"], row["capacity"], row["capacity_unit"])
-        if "pods" in row:
+        if isinstance(row.get("estimate"), str):
+            name += f" x{row['pods']} sharded*"
+        elif "pods" in row:
             name += f" x{row['pods']} {row['route']}"
         lines.append(_format_row(columns, row, name))
     lines.append(_format_row(columns, result.infinite, "infinite (bound)"))
@@ -194,6 +200,9 @@ def format_summary(result) -> str:
     if any(name == "cmds served" for name, _, _ in columns):
         lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache: "
                      "Redis round trips saved.")
+    estimates = {r["estimate"] for r in result.summary.to_dict("records") if isinstance(r.get("estimate"), str)}
+    for estimate in sorted(estimates):
+        lines.append(f"* an estimate, {estimate}; x1 is this pod alone, the replicated fleet's hit rate.")
     if result.key_pattern is not None:
         lines.append(f"key pattern {result.key_pattern}: {result.unmatched_shards:,} lookups, writes and deletes "
                      "of keys it does not match (each such key is its own shard).")

@@ -53,6 +53,7 @@ def simulate_trace(
     rolling_restart_every=None,
     rolling_over="20m",
     key_pattern=None,
+    one_pod_of=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -84,6 +85,8 @@ def simulate_trace(
       route assumes); `rolling_restart_every` (`"6h"`) restarts the pods one after another over
       `rolling_over` (`"20m"`), as a rolling deployment does. The `key-pattern` route shards by the first
       group of `key_pattern` (a regular expression) in each key; `client` has one pod per client host.
+    - `one_pod_of=N`: the trace is one pod's of a replicated fleet of N; each capacity runs as this pod alone
+      (the replicated fleet's estimate) and as the sharded what-if over N pods (fleet.py says how).
     """
     source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
@@ -92,6 +95,14 @@ def simulate_trace(
     if targets and not curve_policies:
         raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
     runs = _requested_runs(capacities, required=not curve_policies)
+    what_if = 0
+    if one_pod_of is not None:
+        if pods is not None or route != "random":
+            raise UsageError("--one-pod-of N chooses the fleets itself: give it without --pods and --route")
+        (what_if,) = parse_pods([one_pod_of])
+        if what_if < 2:
+            raise UsageError("--one-pod-of N: a fleet of at least 2 pods")
+        pods, route = "1", "random"
     # One pod is one cache whatever the route: it runs once. The client route has a pod per client host,
     # however many `pods` says.
     routes = parse_routes(route)
@@ -106,6 +117,8 @@ def simulate_trace(
     if ("key-pattern" in routes) != (key_pattern is not None):
         raise UsageError("the key-pattern route and --key-pattern REGEX go together")
     source.key_pattern = key_pattern
+    if what_if:
+        fleets += [(p, c, what_if, "entity") for p, c in runs]
     if fleets:
         runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
     rolling = None
@@ -148,7 +161,7 @@ def simulate_trace(
         )
         for policy, cap, n, r in fleets:
             sim.add_fleet(policy, cap.value, n, r, entry_overhead if cap.unit == "bytes" else None,
-                          policy_params.get(policy, {}), 0, rolling)
+                          policy_params.get(policy, {}), 0, rolling, n if what_if and r == "entity" else 1)
         _add_curves(sim, curve_policies, curve_capacities, curve_caps, curve_unit,
                     entry_overhead if curve_unit == "bytes" else None, parse_sample(sample), sample_keys, salts,
                     policy_params)

@@ -14,6 +14,12 @@ What each route assumes (the README says the same):
   client address of a MONITOR line, less its port): each service host's cache sees exactly that host's
   lookups. A capture taken on the Redis host, or MONITOR on the server, holds every host's.
 Writes and deletes reach every pod (an invalidation is broadcast).
+
+From one pod's capture (`one_pod_of=N`): the replicated fleet's hit rate is this pod's (one pod of the
+capacity), and the sharded what-if shards this pod's lookups by entity over N pods, each on a clock N times
+faster: a shard of a real sharded fleet takes the lookups of its 1/N of the entities from all N pods, about N
+times this pod's share of them, at N times the rate. That is an estimate: it assumes the other pods' traffic
+looks like this one's (same popularity, independent timing).
 """
 
 from __future__ import annotations
@@ -88,6 +94,9 @@ def fleet_columns(fleet: dict, unit: str, hosts=()) -> dict:
         "resident_total": int(sum(p["resident"] for p in pods)),
     }
     out["fleet_capacity_bytes" if unit == "bytes" else "fleet_capacity_entries"] = fleet["pods"] * fleet["capacity"]
+    if fleet.get("time_factor", 1) > 1:
+        out["estimate"] = (f"sharded what-if: each of {fleet['pods']} shards takes its entities' lookups from "
+                           f"{fleet['pods']} pods like this one (this capture's, on a clock {fleet['pods']}x faster)")
     if fleet.get("rolling"):
         # Each rolling deployment begins with the first pod's restart.
         out["deploy_times"] = list(pods[0]["restart_times"])

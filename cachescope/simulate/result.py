@@ -63,6 +63,13 @@ class SimulationResult:
         if fleets:
             hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
         timeline = _timeline_frame(rows + [dict(bound, policy=INFINITE.name)], ends, ts, hits, first_ts)
+        for index, fleet in enumerate(fleets, start=len(native)):
+            factor = fleet.get("time_factor", 1)
+            if factor > 1 and ts is not None:
+                # A sharded what-if's pods run on a clock `factor` times faster: its timeline too.
+                mine = timeline["run"] == index
+                timeline.loc[mine, "ts_ns"] = first_ts + (timeline.loc[mine, "ts_ns"] - first_ts) // factor
+                timeline.loc[mine, "seconds"] = timeline.loc[mine, "seconds"] / factor
         summary = pd.DataFrame(rows)
         restarts = list(bound["restart_times"])  # the same for every run
         if ts is not None and len(summary):

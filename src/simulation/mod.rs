@@ -134,6 +134,11 @@ impl Simulation {
         &self.fleets
     }
 
+    /// The fleet added last, to finish setting it up.
+    pub fn last_fleet(&mut self) -> &mut Fleet {
+        self.fleets.last_mut().expect("a fleet was added")
+    }
+
     fn check_curve_can_start(&self) -> Result<(), String> {
         if self.lookups > 0 {
             return Err("curves and fleets must be added before the first batch".into());
