@@ -191,3 +191,30 @@ def test_the_sharded_what_if_from_one_pods_capture(trace):
     assert timed["restarts"][1] <= 6 * 2 < plain["restarts"][0]
     bad = run_cli("simulate.py", path, "--lru", "10", "--one-pod-of", "6", "--pods", "3")
     assert bad.returncode == 2 and "without --pods" in bad.stderr
+
+
+def test_several_hosts_traces_merge_into_one_fleet_stream(tmp):
+    """Two hosts' MONITOR logs given together equal the one log holding both, and each host stays a client
+    of its own (named by its file) under the client route."""
+    from traces import as_monitor_text, random_commands
+
+    lines = as_monitor_text(random_commands(4, n_commands=900)).splitlines()
+    parts = {"a": (" 10.0.0.0:", " 10.0.0.2:"), "b": (" 10.0.0.1:",)}
+    for name, hosts in parts.items():
+        own = [lines[0]] + [line for line in lines[1:] if any(h in line for h in hosts)]
+        (tmp / f"{name}.monitor").write_text("\n".join(own) + "\n")
+    (tmp / "all.monitor").write_text("\n".join(lines) + "\n")
+    both = [str(tmp / "a.monitor"), str(tmp / "b.monitor")]
+    whole = cachescope.simulate_trace(str(tmp / "all.monitor"), lru=[15, 40], curve="lru", curve_capacities=[15, 40])
+    merged = cachescope.simulate_trace(both, lru=[15, 40], curve="lru", curve_capacities=[15, 40])
+    columns = ["lookups", "hits", "round_trips_saved"]
+    assert merged.summary[columns].to_dict("records") == whole.summary[columns].to_dict("records")
+    assert merged.curves["hits"].tolist() == whole.curves["hits"].tolist()
+    assert (merged.trace.commands, merged.trace.lookups) == (whole.trace.commands, whole.trace.lookups)
+    clients = cachescope.simulate_trace(both, lru=[15], route="client").per_pod
+    assert sorted(clients["client"]) == ["a.monitor:10.0.0.0", "a.monitor:10.0.0.2", "b.monitor:10.0.0.1"]
+    out = run_cli("simulate.py", *both, "--lru", "15", "--json", check_rc=0).stdout
+    assert json.loads(out)["results"][0]["hits"] == whole.summary["hits"][0]
+    (tmp / "k.keys").write_text("a\nb\na\n")
+    bad = run_cli("simulate.py", tmp / "k.keys", tmp / "a.monitor", "--lru", "2")
+    assert bad.returncode == 2 and "needs timestamps" in bad.stderr and "Traceback" not in bad.stderr

@@ -18,7 +18,9 @@ from cachescope.trace.readers import GRANULARITIES
 
 def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Simulate in-process cache policies over a Redis trace.")
-    p.add_argument("trace", help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture")
+    p.add_argument("trace", nargs="+",
+                   help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture; several "
+                        "(the captures of several service hosts, say) are merged in time order into one stream")
     group = p.add_argument_group(
         "policies", "capacity in entries (100000, 1e5, 100k) or bytes (64MiB, 2GB); a comma list runs several")
     for spec in POLICIES.values():
@@ -107,7 +109,7 @@ def build_parser(prog: str) -> Parser:
 
 def main(argv=None, prog: str = "simulate.py") -> int:
     args = build_parser(prog).parse_args(argv)
-    check_outputs([("trace", args.trace), ("--refresh-schedule", args.refresh_schedule),
+    check_outputs([*(("trace", t) for t in args.trace), ("--refresh-schedule", args.refresh_schedule),
                    ("--allow-list", args.allow_list)],
                   [("--plot", args.plot), ("--timeline", args.timeline)])
     if args.plot:
@@ -115,7 +117,7 @@ def main(argv=None, prog: str = "simulate.py") -> int:
 
         check_plot_path(args.plot)  # before the simulation, not after it
     result = simulate_trace(
-        args.trace,
+        args.trace if len(args.trace) > 1 else args.trace[0],
         format=args.format,
         granularity=args.granularity,
         window=args.window,

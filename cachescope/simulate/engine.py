@@ -17,6 +17,7 @@ from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES
 from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
 from cachescope.simulate.sizing import parse_targets
+from cachescope.trace.merge import MergedSource
 from cachescope.trace.readers import TraceSource, open_trace
 
 DEFAULT_WINDOW = 10_000
@@ -57,8 +58,8 @@ def simulate_trace(
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
-    `lru="64MiB"`, `two_q=1000`) over `trace` (a path or an open TraceSource), next to the infinite cache that
-    bounds them.
+    `lru="64MiB"`, `two_q=1000`) over `trace` (a path, a list of paths merged in time order, or an open
+    TraceSource), next to the infinite cache that bounds them.
 
     - `params`: policy parameters other than their registry defaults, by policy keyword
       (`params={"s3fifo": {"small_ratio": 0.2}}`).
@@ -88,7 +89,7 @@ def simulate_trace(
     - `one_pod_of=N`: the trace is one pod's of a replicated fleet of N; each capacity runs as this pod alone
       (the replicated fleet's estimate) and as the sharded what-if over N pods (fleet.py says how).
     """
-    source = trace if isinstance(trace, TraceSource) else open_trace(trace, format, granularity, ports)
+    source = _open(trace, format, granularity, ports)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
     curve_caps, curve_unit = curve_capacities_of(curve_capacities) if curve_policies else ([], "entries")
     targets = [] if target is None else parse_targets(target)
@@ -144,7 +145,7 @@ def simulate_trace(
             raise UsageError(f"{source.path}: {', '.join(p for p, _ in runs if p in _native.NEEDS_FUTURE)} reads "
                              "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
                              "save the trace to a file first")
-        future = _next_accesses(open_trace(source.path, source.format, source.granularity, source.ports), allow, progress)
+        future = _next_accesses(_open(trace, format, granularity, ports), allow, progress)
     native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None, policy_params.get(p, {}))
                    for p, c in runs]
     try:
@@ -190,6 +191,18 @@ def simulate_trace(
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     return result
+
+
+def _open(trace, format, granularity, ports):
+    """A trace source: an open one as it is, a path, or several paths merged in time order (the captures
+    of several service hosts read as one fleet's stream)."""
+    if isinstance(trace, (TraceSource, MergedSource)):
+        return trace
+    if isinstance(trace, (list, tuple)):
+        if len(trace) == 1:
+            return open_trace(trace[0], format, granularity, ports)
+        return MergedSource([open_trace(t, format, granularity, ports) for t in trace])
+    return open_trace(trace, format, granularity, ports)
 
 
 def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params):
