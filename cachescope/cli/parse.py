@@ -82,7 +82,8 @@ def format_stats(stats: dict) -> str:
               (s.get("unconfirmed_commands", 0), "commands after a resync unconfirmed (dropped)"),
               (s.get("refused_inline_lines", 0), "inline lines Redis refuses"),
               (s.get("unparsable_bytes", 0), "unparsable bytes"),
-              (s.get("encrypted_connections", 0), "encrypted (TLS) connections, not read")]
+              (s.get("encrypted_connections", 0), "encrypted (TLS) connections, not read"),
+              (s.get("rows_out_of_order", 0), "rows out of send order (a reply later than the reorder window)")]
     if any(n for n, _ in limits):
         lines.append("  limits: " + ", ".join(f"{n:,} {what}" for n, what in limits if n))
     if s.get("truncated_tail"):
