@@ -72,3 +72,11 @@ def test_simulate_reports_a_cut_capture_as_parse_does(tmp):
     assert any("cut record" in l for l in report)
     for line in [parsed.stderr.splitlines()[0]] + report:
         assert line in simulated.stderr.splitlines(), (line, simulated.stderr)
+
+
+def test_a_written_value_s_size_is_its_bytes_not_its_text(tmp):
+    path = tmp / "m.monitor"
+    path.write_text('1700000000.000001 [0 1.2.3.4:5] "SET" "k" "\\xe9\\x00z"\n'
+                    '1700000000.000002 [0 1.2.3.4:5] "HSET" "h" "f" "\\xc3\\xa9"\n')
+    run_cli("parse.py", path, "-o", tmp / "o.parquet", check_rc=0)
+    assert pd.read_parquet(tmp / "o.parquet")["value_size"].tolist() == [3, 2]

@@ -60,7 +60,6 @@ class MonitorRows:
                     continue
                 ts, client, args = parsed
                 client = client.decode("utf-8", "replace")
-                args = [key_text(a) for a in args]
                 conn = clients.setdefault(client, len(clients))
                 req = self.stats["commands"]
                 self.stats["commands"] += 1
@@ -72,8 +71,12 @@ class MonitorRows:
         if rows:
             yield self._batch(rows, clients)
 
-    def _rows(self, ts, conn, req, args):
-        cmd, a = args[0].upper(), args[1:]
+    def _rows(self, ts, conn, req, raw):
+        """`raw`: the command's arguments as bytes (name first). A written value's size is its bytes' count,
+        not that of its text (`key_text` escapes bytes that are not UTF-8)."""
+        cmd = key_text(raw[0]).upper()
+        a = [key_text(x) for x in raw[1:]]
+        n = [len(x) for x in raw[1:]]
         shape = _READS.get(cmd) or _WRITES.get(cmd)
         if shape is None or not a:
             other = self.stats["other_commands"]
@@ -84,10 +87,10 @@ class MonitorRows:
             "fields": lambda: [(a[0], f, None) for f in a[1:]],
             "key": lambda: [(a[0], None, None)],
             "keys": lambda: [(k, None, None) for k in a],
-            "field_values": lambda: [(a[0], f, len(v)) for f, v in zip(a[1::2], a[2::2])],
-            "key_value": lambda: [(a[0], None, len(a[1]) if len(a) > 1 else None)],
-            "key_ttl_value": lambda: [(a[0], None, len(a[2]) if len(a) > 2 else None)],
-            "key_values": lambda: [(k, None, len(v)) for k, v in zip(a[0::2], a[1::2])],
+            "field_values": lambda: [(a[0], f, v) for f, v in zip(a[1::2], n[2::2])],
+            "key_value": lambda: [(a[0], None, n[1] if len(a) > 1 else None)],
+            "key_ttl_value": lambda: [(a[0], None, n[2] if len(a) > 2 else None)],
+            "key_values": lambda: [(k, None, v) for k, v in zip(a[0::2], n[1::2])],
         }[shape]()
         self.stats["rows"] += len(pairs)
         return [(ts, conn, req, op, cmd, k, f, size) for k, f, size in pairs]
