@@ -64,13 +64,18 @@ impl Reorder {
         }
         self.kept = order.len() - cut;
         self.next_check = FIRST_CHECK.max(2 * self.kept);
-        if cut == order.len() && self.out.is_empty() && order.iter().enumerate().all(|(k, &i)| k == i) {
-            // All of them, already in order (one connection, or replies in send order): no copy.
-            self.out = held;
-            return RowBatch::empty();
+        let mut rest = RowBatch::empty();
+        if order.iter().enumerate().all(|(k, &i)| k == i) {
+            // Already in order (one connection, or replies in send order): whole columns are moved or copied.
+            if cut == order.len() && self.out.is_empty() {
+                self.out = held;
+            } else {
+                self.out.append_range(&held, 0..cut);
+                rest.append_range(&held, cut..order.len());
+            }
+            return rest;
         }
         self.out.append_rows(&held, &order[..cut]);
-        let mut rest = RowBatch::empty();
         rest.append_rows(&held, &order[cut..]);
         rest
     }
@@ -85,6 +90,27 @@ fn bytes_from(b: &RowBatch, rows: &[usize]) -> usize {
 }
 
 impl RowBatch {
+    /// Appends the rows `rows` of `src`, a column slice at a time.
+    fn append_range(&mut self, src: &RowBatch, rows: std::ops::Range<usize>) {
+        let (a, b) = (rows.start, rows.end);
+        self.ts_ns.extend_from_slice(&src.ts_ns[a..b]);
+        self.conn.extend_from_slice(&src.conn[a..b]);
+        self.req.extend_from_slice(&src.req[a..b]);
+        self.op.extend_from_slice(&src.op[a..b]);
+        self.cmd.extend_from_slice(&src.cmd[a..b]);
+        let key_base = self.key_data.len() as i64 - src.key_offsets[a];
+        self.key_data.extend_from_slice(&src.key_data[src.key_offsets[a] as usize..src.key_offsets[b] as usize]);
+        self.key_offsets.extend(src.key_offsets[a + 1..=b].iter().map(|o| o + key_base));
+        let field_base = self.field_data.len() as i64 - src.field_offsets[a];
+        self.field_data.extend_from_slice(&src.field_data[src.field_offsets[a] as usize..src.field_offsets[b] as usize]);
+        self.field_offsets.extend(src.field_offsets[a + 1..=b].iter().map(|o| o + field_base));
+        self.field_valid.extend_from_slice(&src.field_valid[a..b]);
+        self.value_size.extend_from_slice(&src.value_size[a..b]);
+        self.found.extend_from_slice(&src.found[a..b]);
+        self.latency_ns.extend_from_slice(&src.latency_ns[a..b]);
+        self.error.extend_from_slice(&src.error[a..b]);
+    }
+
     /// Appends the rows `rows` of `src`, in that order.
     pub fn append_rows(&mut self, src: &RowBatch, rows: &[usize]) {
         for &i in rows {
