@@ -53,8 +53,12 @@ impl Reorder {
         let limit = if all { i64::MAX } else { pending.unwrap_or(i64::MAX).max(now.saturating_sub(WINDOW_NS)) };
         let mut cut = order.partition_point(|&i| held.ts_ns[i] < limit);
         // Over the memory bound: the oldest go until half the bound is left.
-        while cut < order.len() && (order.len() - cut > MAX_ROWS / 2 || bytes_from(&held, &order[cut..]) > MAX_STRING_BYTES / 2) {
-            cut += (order.len() - cut).div_ceil(4);
+        if order.len() - cut >= MAX_ROWS || bytes_from(&held, &order[cut..]) >= MAX_STRING_BYTES {
+            while cut < order.len()
+                && (order.len() - cut > MAX_ROWS / 2 || bytes_from(&held, &order[cut..]) > MAX_STRING_BYTES / 2)
+            {
+                cut += (order.len() - cut).div_ceil(4);
+            }
         }
         for &i in &order[..cut] {
             if held.ts_ns[i] < self.last_ts {

@@ -136,3 +136,46 @@ fn a_command_never_answered_comes_out_in_its_place_with_no_reply() {
     assert!(rows[1..].iter().all(|r| r.1 == 1 && r.3 == 1));
     assert_eq!(counter(&counters, "rows_out_of_order"), 0);
 }
+
+/// `n` rows at times `t0, t0 + 1, ...` on connection 0, one-byte keys.
+fn rows_from(t0: i64, n: usize) -> crate::parse::RowBatch {
+    let mut b = crate::parse::RowBatch::empty();
+    for i in 0..n {
+        b.ts_ns.push(t0 + i as i64);
+        b.conn.push(0);
+        b.req.push(i as u64);
+        b.op.push(0);
+        b.cmd.push(0);
+        b.key_data.push(b'k');
+        b.key_offsets.push(b.key_data.len() as i64);
+        b.field_offsets.push(0);
+        b.field_valid.push(false);
+        b.value_size.push(-1);
+        b.found.push(-1);
+        b.latency_ns.push(-1);
+        b.error.push(-1);
+    }
+    b
+}
+
+#[test]
+fn rows_held_past_the_memory_bound_go_oldest_first_and_a_later_older_row_is_counted() {
+    use super::order::{Reorder, MAX_ROWS};
+    let mut order = Reorder::default();
+    // A command sent at T0 still waits: nothing after it may go, until too many rows are held.
+    let held = rows_from(T0 + 10, MAX_ROWS - 1);
+    let held = order.release(held, Some(T0), T0 + MS, false);
+    assert_eq!((order.out.len(), held.len()), (0, MAX_ROWS - 1));
+    let mut held = held;
+    held.append_rows(&rows_from(T0 + 10 + MAX_ROWS as i64, 1), &[0]);
+    assert!(order.due(&held, usize::MAX));
+    let held = order.release(held, Some(T0), T0 + MS, false);
+    assert!(held.len() <= MAX_ROWS / 2 && !order.out.is_empty());
+    assert!(order.out.ts_ns.windows(2).all(|w| w[0] <= w[1]) && held.ts_ns[0] > *order.out.ts_ns.last().unwrap());
+    assert_eq!(order.out_of_order, 0);
+    // The waiting command's row comes at last: older than rows already out.
+    let mut held = held;
+    held.append_rows(&rows_from(T0, 1), &[0]);
+    order.release(held, None, T0 + MS, false);
+    assert_eq!(order.out_of_order, 1);
+}
