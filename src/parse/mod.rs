@@ -1,6 +1,7 @@
 //! A packet capture to trace rows, as a stream: `capture` reads and decodes packets, `reassembly` puts each
-//! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace.
-//! Memory is bounded by the reader's buffer, the reassembly and RESP limits, one batch of rows, and the
+//! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace, and
+//! `order` passes the rows on in send order. Memory is bounded by the reader's buffer, the reassembly and RESP
+//! limits, one batch of rows, the rows waiting in `order` (bounded there), and the
 //! connections open at once (a closed connection's state is freed). `discover` finds the Redis ports by
 //! content when none are given.
 
