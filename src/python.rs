@@ -11,7 +11,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::error::TraceError;
 use crate::hash;
@@ -549,6 +549,20 @@ fn is_capture(head: &[u8]) -> bool {
     crate::capture::is_capture(head)
 }
 
+/// A MONITOR line as simulate.py's reader takes it: (time in ns, client, arguments), None for a blank line;
+/// ValueError with the reader's own words when it refuses the line.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn monitor_line<'py>(
+    py: Python<'py>,
+    line: &[u8],
+) -> PyResult<Option<(i64, Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>)>> {
+    let parsed = trace::reader::monitor_line(line).map_err(value_err)?;
+    Ok(parsed.map(|(ts, client, args)| {
+        (ts, PyBytes::new(py, &client), args.iter().map(|a| PyBytes::new(py, a)).collect())
+    }))
+}
+
 #[pyfunction]
 fn sniff_format(head: &[u8]) -> PyResult<&'static str> {
     trace::sniff_format(head).map(TextFormat::name).map_err(value_err)
@@ -689,6 +703,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
     m.add_function(wrap_pyfunction!(discover_ports, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
+    m.add_function(wrap_pyfunction!(monitor_line, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
     m.add_function(wrap_pyfunction!(shard_column, m)?)?;

@@ -259,7 +259,8 @@ class Conversation:
         """The rows the capture must give. `captured`: (ts_ns, segment) as written. `status` maps exchange
         indices to "unknown" (reply not known) or "lost" (no rows, and no command number); the rest must come
         out with their reply. A command's time is that of the first captured segment holding its first byte,
-        the reply's likewise (the copy seen first wins)."""
+        the reply's likewise (the copy seen first wins). Rows come in send order (DESIGN.md): by time, then
+        command, so a command whose first byte was captured early (segments reordered) comes first."""
         status = status or {}
         client, server = self.endpoints()
         rows, req = [], req0
@@ -279,6 +280,7 @@ class Conversation:
                                  found=found, latency_ns=latency, client=client, server=server,
                                  error=e.error if how == "known" else None))
             req += 1
+        rows.sort(key=lambda r: (r["ts_ns"], r["conn"], r["req"]))
         return rows
 
 

@@ -28,7 +28,7 @@ ANOMALIES = ["retransmissions", "out_of_order", "overlaps", "overlap_conflicts",
              "non_redis_segments", "unknown_commands", "malformed_commands", "reassembly_limit_hits",
              "invalid_requests", "invalid_replies", "port_reuses", "ignored_rsts", "out_of_window_segments",
              "out_of_window_acks", "oversized_commands", "oversized_replies",
-             "elided_args", "elided_keys", "args_lost_in_gaps", "unconfirmed_commands"]
+             "elided_args", "elided_keys", "args_lost_in_gaps", "unconfirmed_commands", "rows_out_of_order"]
 
 
 def parse(tmp, data: bytes, name="c.pcap"):

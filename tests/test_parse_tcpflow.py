@@ -65,9 +65,10 @@ def test_a_tcpflow_directory_gives_the_rows_of_its_capture(tmp, tcpflow):
                 bytes=len(conv.stream[True]) + len(conv.stream[False]))
 
 
-def test_connections_reusing_a_port_are_numbered_by_file_name(tmp, tcpflow):
+def test_connections_reusing_a_port_are_numbered_by_their_first_packet(tmp, tcpflow):
     """Two connections on one 4-tuple (tcpflow names the second `...c1`), and an IPv6 one on a second
-    server; conn numbers follow the sorted client-file names."""
+    server that begins between them; conn numbers follow the connections' first packets, so that `ts_ns`
+    never decreases."""
     batches = feature_store_batches()
     first = Conversation(batches[:2])
     second = Conversation(batches[2:], client_isn=777_000, server_isn=888_000)
@@ -81,9 +82,13 @@ def test_connections_reusing_a_port_are_numbered_by_file_name(tmp, tcpflow):
     assert names[0] + "c1" == names[1] and "fd00::10.52000-fd00::6379.06379" in names
     rows = rows_of(cachescope.parse_capture(d))
     (c1, _), (c2, _) = lookups(first), lookups(second)
-    want = (first.expected_rows(t1, conn=0) + second.expected_rows(t2, conn=1, req0=c1) +
-            v6.expected_rows(t3, conn=2, req0=c1 + c2))
-    assert rows == without_clock(want, {0: t1[0][0], 1: t2[0][0], 2: t3[0][0]})
+    assert t1[0][0] < t3[0][0] < t2[0][0]
+    (c3, _) = lookups(v6)
+    want = (first.expected_rows(t1, conn=0) + v6.expected_rows(t3, conn=1, req0=c1) +
+            second.expected_rows(t2, conn=2, req0=c1 + c3))
+    got = without_clock(want, {0: t1[0][0], 1: t3[0][0], 2: t2[0][0]})
+    assert rows == got
+    assert [r["ts_ns"] for r in rows] == sorted(r["ts_ns"] for r in rows)
 
 
 def test_a_connection_not_seen_from_its_start_has_unknown_replies(tmp, tcpflow):

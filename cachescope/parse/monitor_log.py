@@ -2,24 +2,23 @@
 
 MONITOR shows commands, never replies: rows have no `found` and no `latency_ns`, reads no `value_size`
 (writes get the size of the value they sent). Connections are told apart by the client address MONITOR
-prints. Plain Python: MONITOR logs are small next to captures (the server cannot log more than it serves)."""
+prints. Each line is split and checked by the Rust core's own MONITOR reader (`monitor_line`, what
+simulate.py reads these logs with), so both commands accept and refuse the same lines with the same words;
+only the rows are made here, in Python: MONITOR logs are small next to captures."""
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
+from cachescope._native import monitor_line
 from cachescope.errors import TraceFormatError
 from cachescope.parse.keytext import key_text
 from cachescope.parse.schema import SCHEMA
 
-_LINE = re.compile(rb'^(\d+)\.(\d{1,9}) \[(\d+) ([^\]]*)\] (.*)$')
-_ARG = re.compile(rb'"((?:[^"\\]|\\.)*)"')
-_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"a": b"\a", b"b": b"\b", b'"': b'"', b"\\": b"\\"}
 _READS = {"HMGET": "fields", "HGET": "fields", "HGETALL": "key", "GET": "key", "MGET": "keys"}
 _WRITES = {"HSET": "field_values", "HMSET": "field_values", "SET": "key_value", "SETEX": "key_ttl_value",
            "MSET": "key_values", "HDEL": "fields", "DEL": "keys", "UNLINK": "keys", "EXPIRE": "key"}
@@ -28,12 +27,6 @@ BATCH_ROWS = 1 << 16
 # Longest line read, as simulate.py's text reader (src/trace/reader.rs): a file without newlines is refused
 # instead of being read into memory whole.
 MAX_LINE_BYTES = 64 << 20
-
-
-def _unescape(arg: bytes) -> str:
-    out = re.sub(rb"\\x([0-9a-fA-F]{2})|\\(.)",
-                 lambda m: bytes([int(m.group(1), 16)]) if m.group(1) else _ESCAPES.get(m.group(2), m.group(2)), arg)
-    return key_text(out)
 
 
 class MonitorRows:
@@ -54,22 +47,19 @@ class MonitorRows:
             for lineno, line in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), start=1):
                 if len(line) > MAX_LINE_BYTES:
                     raise TraceFormatError(f"{self.path}: line {lineno}: line longer than {MAX_LINE_BYTES >> 20} "
-                                           "MiB: not a MONITOR log")
+                                           "MiB: not a text trace")
                 self.bytes_read += len(line)
                 line = line.rstrip(b"\r\n")
-                if not line.strip() or (line.strip() == b"OK" and self.stats["commands"] == 0):
+                if line.strip() == b"OK" and self.stats["commands"] == 0:
                     continue
-                m = _LINE.match(line)
-                if not m:
-                    raise TraceFormatError(f"{self.path}: line {lineno}: not a MONITOR line")
-                ts = int(m.group(1)) * 10**9 + int(m.group(2).ljust(9, b"0"))
-                if ts >= 2**63:  # 11-digit seconds: past what int64 nanoseconds reach
-                    raise TraceFormatError(f"{self.path}: line {lineno}: time {m.group(1).decode()}."
-                                           f"{m.group(2).decode()} is past 2262-04-11, beyond nanosecond timestamps")
-                client = m.group(4).decode("utf-8", "replace")
-                args = [_unescape(a) for a in _ARG.findall(m.group(5))]
-                if not args:
-                    raise TraceFormatError(f"{self.path}: line {lineno}: MONITOR line without a command")
+                try:
+                    parsed = monitor_line(line)
+                except ValueError as e:
+                    raise TraceFormatError(f"{self.path}: line {lineno}: {e}") from None
+                if parsed is None:
+                    continue
+                ts, client, args = parsed
+                client = client.decode("utf-8", "replace")
                 conn = clients.setdefault(client, len(clients))
                 req = self.stats["commands"]
                 self.stats["commands"] += 1
@@ -81,8 +71,12 @@ class MonitorRows:
         if rows:
             yield self._batch(rows, clients)
 
-    def _rows(self, ts, conn, req, args):
-        cmd, a = args[0].upper(), args[1:]
+    def _rows(self, ts, conn, req, raw):
+        """`raw`: the command's arguments as bytes (name first). A written value's size is its bytes' count,
+        not that of its text (`key_text` escapes bytes that are not UTF-8)."""
+        cmd = key_text(raw[0]).upper()
+        a = [key_text(x) for x in raw[1:]]
+        n = [len(x) for x in raw[1:]]
         shape = _READS.get(cmd) or _WRITES.get(cmd)
         if shape is None or not a:
             other = self.stats["other_commands"]
@@ -93,10 +87,10 @@ class MonitorRows:
             "fields": lambda: [(a[0], f, None) for f in a[1:]],
             "key": lambda: [(a[0], None, None)],
             "keys": lambda: [(k, None, None) for k in a],
-            "field_values": lambda: [(a[0], f, len(v)) for f, v in zip(a[1::2], a[2::2])],
-            "key_value": lambda: [(a[0], None, len(a[1]) if len(a) > 1 else None)],
-            "key_ttl_value": lambda: [(a[0], None, len(a[2]) if len(a) > 2 else None)],
-            "key_values": lambda: [(k, None, len(v)) for k, v in zip(a[0::2], a[1::2])],
+            "field_values": lambda: [(a[0], f, v) for f, v in zip(a[1::2], n[2::2])],
+            "key_value": lambda: [(a[0], None, n[1] if len(a) > 1 else None)],
+            "key_ttl_value": lambda: [(a[0], None, n[2] if len(a) > 2 else None)],
+            "key_values": lambda: [(k, None, v) for k, v in zip(a[0::2], n[1::2])],
         }[shape]()
         self.stats["rows"] += len(pairs)
         return [(ts, conn, req, op, cmd, k, f, size) for k, f, size in pairs]

@@ -4,7 +4,8 @@ named like `010.000.000.001.51234-010.000.000.002.06379`).
 
 The two files of a connection are paired by name (`SRC-DST` with `DST-SRC`, with the same VLAN and
 connection-count suffixes tcpflow adds, `--100`, `c1`); the file sent to a Redis port is the client's.
-Connections are numbered in the order of their sorted client-file names. The bytes go through the same Rust
+Connections are numbered in the order of their first packet's time (tcpflow's file time; then by client-file
+name), so that rows come in send order, `ts_ns` never decreasing, as a capture's do. The bytes go through the same Rust
 RESP session as a capture's (`_native.StreamParser`), so rows have the same columns and meaning, with two
 differences tcpflow forces:
 
@@ -53,6 +54,11 @@ class _Flow:
         self.reply: str | None = None
 
 
+def _first_time(flow: _Flow) -> int:
+    """Every row's time for a connection: tcpflow's time of the client file (else the server's)."""
+    return os.stat(flow.request or flow.reply).st_mtime_ns
+
+
 class TcpflowRows:
     """A tcpflow directory opened for parsing. Iterate `record_batches()` once; `stats` is complete afterwards."""
 
@@ -97,13 +103,12 @@ class TcpflowRows:
                 flow.request = full
             else:
                 flow.reply = full
-        return sorted(flows.values(), key=lambda f: f.name)
+        return sorted(flows.values(), key=lambda f: (_first_time(f), f.name))
 
     def record_batches(self, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
         conns = [(f.client, f.server) for f in self.flows]
         for conn, flow in enumerate(self.flows):
-            first = flow.request or flow.reply
-            ts_ns = os.stat(first).st_mtime_ns
+            ts_ns = _first_time(flow)
             client_first = flow.request is not None and (
                 flow.reply is None or os.stat(flow.request).st_mtime_ns < os.stat(flow.reply).st_mtime_ns)
             self._parser.open(conn, flow.request, flow.reply, ts_ns, client_first)

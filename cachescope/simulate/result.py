@@ -40,6 +40,8 @@ class SimulationResult:
         self.sizing = pd.DataFrame()
         """One row per curve and target hit rate: the smallest capacity that reaches it."""
         self.key_pattern = None
+        # The counters of a capture parsed on the fly (empty for a trace file): simulate.py reports them.
+        self.capture_stats: dict = {}
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
 

@@ -1,13 +1,17 @@
 //! A packet capture to trace rows, as a stream: `capture` reads and decodes packets, `reassembly` puts each
-//! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace.
-//! Memory is bounded by the reader's buffer, the reassembly and RESP limits, one batch of rows, and the
+//! connection's bytes back in order, `resp` pairs commands with their replies, `rows` writes the trace, and
+//! `order` passes the rows on in send order. Memory is bounded by the reader's buffer, the reassembly and RESP
+//! limits, one batch of rows, the rows waiting in `order` (bounded there), and the
 //! connections open at once (a closed connection's state is freed). `discover` finds the Redis ports by
 //! content when none are given.
 
 pub mod ahead;
 pub mod discover;
+pub mod order;
 pub mod rows;
 pub mod streams;
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +24,7 @@ use crate::error::TraceError;
 use crate::net::Direction;
 use crate::reassembly::{self, Reassembler, StreamSink};
 use crate::resp::{self, RespStats, Session};
+use order::Reorder;
 pub use ahead::ParseAhead;
 pub use discover::{discover_ports, PortReport};
 pub use rows::{RowBatch, RowBuilder, RowStats};
@@ -73,6 +78,10 @@ struct Sink {
     /// Connections closed since the last batch was cut: their endpoints go once it is.
     closed: Vec<u32>,
     rows: RowBuilder,
+    /// Rows made wait there to leave in send order.
+    order: Reorder,
+    /// Time of the newest bytes seen.
+    now: i64,
     /// Counters of sessions already finished.
     resp: RespStats,
 }
@@ -101,6 +110,8 @@ impl<R: Read> CaptureParser<R> {
                 endpoints: HashMap::new(),
                 closed: Vec::new(),
                 rows: RowBuilder::new(config.anonymize_salt),
+                order: Reorder::default(),
+                now: i64::MIN,
                 resp: RespStats::default(),
             },
             done: false,
@@ -109,23 +120,27 @@ impl<R: Read> CaptureParser<R> {
 
     /// Parses packets until at least `min_rows` rows are ready or the capture ends; None at the end.
     pub fn next_batch(&mut self, min_rows: usize) -> Result<Option<RowBatch>, TraceError> {
-        while !self.done && self.sink.rows.rows() < min_rows && self.sink.rows.string_bytes() < MAX_BATCH_STRING_BYTES {
+        while !self.done && self.sink.order.out.len() < min_rows && batch_string_bytes(&self.sink.order.out) < MAX_BATCH_STRING_BYTES {
             match self.reader.next_packet() {
                 Ok(Some(packet)) => {
                     if let Some(segment) = self.decode.decode(&packet) {
                         self.reassembler.process(&segment, &mut self.sink);
+                    }
+                    if self.sink.order.due(self.sink.rows.made(), min_rows - self.sink.order.out.len()) {
+                        self.sink.release(false);
                     }
                 }
                 Ok(None) => {
                     self.decode.truncated_tail = self.reader.truncated_tail();
                     self.reassembler.finish(&mut self.sink);
                     self.sink.finish_all();
+                    self.sink.release(true);
                     self.done = true;
                 }
                 Err(e) => return Err(TraceError::whole(&self.path, e.to_string())),
             }
         }
-        if self.done && self.sink.rows.rows() == 0 {
+        if self.done && self.sink.order.out.is_empty() {
             return Ok(None);
         }
         Ok(Some(self.sink.take()))
@@ -194,6 +209,7 @@ impl<R: Read> CaptureParser<R> {
             ("memcap_hits", r.memcap_hits),
             ("connection_limit_hits", r.connection_limit_hits),
             ("idle_timeouts", r.idle_timeouts),
+            ("rows_out_of_order", self.sink.order.out_of_order),
         ]
         .into_iter()
         .chain(command_counters(&resp, rows))
@@ -218,7 +234,7 @@ impl Sink {
             add_resp(&mut self.resp, session.stats());
         }
         self.closed.push(conn);
-        if self.closed.len() >= CLOSED_BEFORE_CHECK.max(self.rows.rows()) {
+        if self.closed.len() >= CLOSED_BEFORE_CHECK.max(self.rows.rows() + self.order.out.len()) {
             self.forget_closed();
         }
     }
@@ -228,6 +244,7 @@ impl Sink {
     /// is paid once per as many closes as the batch has rows.
     fn forget_closed(&mut self) {
         let mut named = self.rows.batch_conns().to_vec();
+        named.extend_from_slice(&self.order.out.conn);
         named.sort_unstable();
         named.dedup();
         let endpoints = &mut self.endpoints;
@@ -238,6 +255,21 @@ impl Sink {
             }
             keep
         });
+    }
+
+    /// Passes on the rows no pending command can precede (all of them with `all`), in send order.
+    fn release(&mut self, all: bool) {
+        let pending = self
+            .sessions
+            .values()
+            .filter_map(|c| match c {
+                Conversation::Talking(s) => s.oldest_pending_ts(),
+                Conversation::Silent { .. } => None,
+            })
+            .min();
+        let made = self.rows.take_made();
+        let held = self.order.release(made, pending, self.now, all);
+        self.rows.put_back(held);
     }
 
     fn with_session(&mut self, conn: u32, f: impl FnOnce(&mut Session, &mut RowBuilder)) {
@@ -254,14 +286,24 @@ impl Sink {
     /// The rows so far, with the endpoints of the connections they name; then the endpoints of connections
     /// closed meanwhile are forgotten (no later row can name them).
     fn take(&mut self) -> RowBatch {
-        let mut batch = self.rows.take();
+        let mut batch = std::mem::replace(&mut self.order.out, RowBatch::empty());
+        batch.error_names = self.rows.error_names().to_vec();
         let mut ids = batch.conn.clone();
         ids.sort_unstable();
         ids.dedup();
         batch.endpoints = ids.into_iter().filter_map(|id| self.endpoints.get(&id).map(|&(c, s)| (id, c, s))).collect();
-        for id in self.closed.drain(..) {
-            self.endpoints.remove(&id);
-        }
+        // Closed connections whose rows still wait keep their endpoints until those rows leave.
+        let mut waiting = self.rows.batch_conns().to_vec();
+        waiting.sort_unstable();
+        waiting.dedup();
+        let endpoints = &mut self.endpoints;
+        self.closed.retain(|id| {
+            let keep = waiting.binary_search(id).is_ok();
+            if !keep {
+                endpoints.remove(id);
+            }
+            keep
+        });
         if self.endpoints.capacity() > 4 * self.endpoints.len() + 1024 {
             // A burst of connections has passed: give its room back.
             self.endpoints.shrink_to_fit();
@@ -278,10 +320,12 @@ impl StreamSink for Sink {
     }
 
     fn on_data(&mut self, conn: u32, dir: Direction, ts_ns: i64, data: &[u8]) {
+        self.now = self.now.max(ts_ns);
         self.with_session(conn, |s, rows| s.on_data(dir, ts_ns, data, &mut |c| rows.push_command(conn, c)));
     }
 
     fn on_gap(&mut self, conn: u32, dir: Direction, ts_ns: i64, missing_bytes: u64) {
+        self.now = self.now.max(ts_ns);
         self.with_session(conn, |s, rows| s.on_gap(dir, ts_ns, missing_bytes, &mut |c| rows.push_command(conn, c)));
     }
 
@@ -327,4 +371,8 @@ fn add_resp(total: &mut RespStats, s: &RespStats) {
          request_gap_bytes, reply_gap_bytes, invalid_requests, invalid_replies, request_skipped_bytes,
          reply_skipped_bytes, request_resyncs, reply_resyncs, pairing_resyncs, contradictions, queue_overflows,
          args_lost_in_gaps, unconfirmed_commands, refused_inline_lines, unparsable_bytes, encrypted_connections);
+}
+
+fn batch_string_bytes(b: &RowBatch) -> usize {
+    b.key_data.len() + b.field_data.len()
 }

@@ -49,6 +49,10 @@ impl RowBatch {
         RowBatch { key_offsets: vec![0], field_offsets: vec![0], ..RowBatch::default() }
     }
 
+    pub fn empty() -> RowBatch {
+        RowBatch::new()
+    }
+
     /// An empty batch with room for `rows` rows and the given string bytes, so that filling it never moves
     /// what it holds (growing a column of a million rows by doubling copies it, and faults in fresh pages).
     fn with_capacity(rows: usize, key_bytes: usize, field_bytes: usize) -> RowBatch {
@@ -179,6 +183,23 @@ impl RowBuilder {
         let mut batch = std::mem::replace(&mut self.batch, next);
         batch.error_names = self.error_names.clone();
         batch
+    }
+
+    /// The rows made so far, unsorted (the capture's `order` takes them), leaving none.
+    pub fn take_made(&mut self) -> RowBatch {
+        std::mem::replace(&mut self.batch, RowBatch::new())
+    }
+
+    /// Gives back rows `take_made` took and kept; rows made since come after them.
+    pub fn put_back(&mut self, mut held: RowBatch) {
+        let made = std::mem::replace(&mut self.batch, RowBatch::new());
+        held.append_rows(&made, &(0..made.len()).collect::<Vec<_>>());
+        self.batch = held;
+    }
+
+    /// The rows made and not yet taken.
+    pub fn made(&self) -> &RowBatch {
+        &self.batch
     }
 
     pub fn cmd_names(&self) -> &[String] {

@@ -182,6 +182,15 @@ impl RequestParser {
         !matches!(self.state, State::Idle | State::Resync)
     }
 
+    /// When the oldest command not yet complete began: one being read, one held on probation, or a resync
+    /// candidate cut by the end of a chunk. The row order needs it: such a command may still become a row.
+    pub fn started_at(&self) -> Option<i64> {
+        let reading = self.mid_command().then_some(self.cmd.ts);
+        let held = self.held.map(|c| c.ts);
+        let carried = (!self.carry.is_empty()).then_some(self.carry_ts);
+        [reading, held, carried].into_iter().flatten().min()
+    }
+
     pub fn held_bytes(&self) -> usize {
         self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.ends.capacity() * 8
     }

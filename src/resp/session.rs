@@ -520,6 +520,14 @@ impl Session {
         taken
     }
 
+    /// The send time of the oldest command this session has not passed on yet (waiting for its reply, or
+    /// still being read): no row it passes on later can be older. None when it holds none.
+    pub fn oldest_pending_ts(&self) -> Option<i64> {
+        // The queue is in send order: its front is its oldest.
+        let queued = self.queue.front().map(|p| p.cmd.ts);
+        [queued, self.req.started_at()].into_iter().flatten().min()
+    }
+
     /// Replies the server still owes the commands seen, as far as pairing knows them (none while it is lost).
     pub fn awaiting_replies(&self) -> usize {
         if self.pairing == Pairing::Unsynced {

@@ -247,20 +247,8 @@ impl<R: BufRead> TextReader<R> {
         if trimmed.is_empty() || (trimmed == b"OK" && self.stats.commands == 0) {
             return Ok(());
         }
-        let space = trimmed.iter().position(|&c| c == b' ').ok_or_else(|| self.error(MONITOR_SHAPE))?;
-        let stamp = &trimmed[..space];
-        let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
-            // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
-            true => self.error(format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp))),
-            false => self.error(MONITOR_SHAPE),
-        })?;
-        let rest = &trimmed[space + 1..];
-        if rest.first() != Some(&b'[') {
-            return Err(self.error(MONITOR_SHAPE));
-        }
-        let close = rest.iter().position(|&c| c == b']').ok_or_else(|| self.error(MONITOR_SHAPE))?;
-        let args_at = trimmed.len() - rest.len() + close + 1;
-        self.client = Some(self.client_of(&rest[1..close]));
+        let (ts, client, args_at) = monitor_head(trimmed).map_err(|e| self.error(e))?;
+        self.client = Some(self.client_of(&trimmed[client]));
         self.parse_command_line(trimmed, args_at, Some(ts), batch)
     }
 
@@ -280,19 +268,8 @@ impl<R: BufRead> TextReader<R> {
         }
         split_args(body, &mut self.spans, &mut self.scratch).map_err(|e| self.error(e))?;
         let args: Vec<&[u8]> = self.spans.iter().map(|s| s.get(body, &self.scratch)).collect();
-        let name = args[0].to_ascii_uppercase();
-        let Some(info) = commands::lookup(&name) else {
-            return Err(self.error(format!("unknown command {:?}", printable(args[0]))));
-        };
+        let info = command_of(&args).map_err(|e| self.error(e))?;
         let args = &args[1..];
-        if args.len() < info.min_args {
-            return Err(self.error(format!(
-                "{} needs at least {} arguments, got {}",
-                printable(&name),
-                info.min_args,
-                args.len()
-            )));
-        }
         self.stats.commands += 1;
         let req = self.stats.commands - 1;
         let op = match info.op {
@@ -320,6 +297,60 @@ impl<R: BufRead> TextReader<R> {
         }
         Ok(())
     }
+}
+
+/// A MONITOR line's time, where its client's name is, and where its arguments begin; `line` is trimmed.
+fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), String> {
+    let space = line.iter().position(|&c| c == b' ').ok_or(MONITOR_SHAPE)?;
+    let stamp = &line[..space];
+    let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
+        // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
+        true => format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp)),
+        false => MONITOR_SHAPE.to_string(),
+    })?;
+    let rest = &line[space + 1..];
+    if rest.first() != Some(&b'[') {
+        return Err(MONITOR_SHAPE.into());
+    }
+    let close = rest.iter().position(|&c| c == b']').ok_or(MONITOR_SHAPE)?;
+    let at = line.len() - rest.len();
+    Ok((ts, at + 1..at + close, at + close + 1))
+}
+
+/// The command `args` (name first) runs, or why the line is refused: a name no Redis command has, or fewer
+/// arguments than it takes.
+fn command_of(args: &[&[u8]]) -> Result<commands::CommandInfo, String> {
+    let name = args[0].to_ascii_uppercase();
+    let Some(info) = commands::lookup(&name) else {
+        return Err(format!("unknown command {:?}", printable(args[0])));
+    };
+    if args.len() - 1 < info.min_args {
+        return Err(format!("{} needs at least {} arguments, got {}", printable(&name), info.min_args, args.len() - 1));
+    }
+    Ok(info)
+}
+
+/// One MONITOR line read exactly as `TextReader` reads it (parse.py's MONITOR reader uses this, so that both
+/// commands accept and refuse the same lines with the same words): its time, its client, its arguments
+/// (name first, unescaped). None for a blank line. The `OK` a session starts with is the caller's to skip.
+pub fn monitor_line(line: &[u8]) -> Result<Option<(i64, Vec<u8>, Vec<Vec<u8>>)>, String> {
+    let line = line.trim_ascii();
+    if line.is_empty() {
+        return Ok(None);
+    }
+    if line.contains(&0) {
+        return Err("binary data (NUL byte): not a text trace".into());
+    }
+    let (ts, client, args_at) = monitor_head(line)?;
+    let body = &line[args_at..];
+    if body.trim_ascii().is_empty() {
+        return Err("monitor line without a command".into());
+    }
+    let (mut spans, mut scratch) = (Vec::new(), Vec::new());
+    split_args(body, &mut spans, &mut scratch)?;
+    let args: Vec<&[u8]> = spans.iter().map(|s| s.get(body, &scratch)).collect();
+    command_of(&args)?;
+    Ok(Some((ts, line[client].to_vec(), args.into_iter().map(<[u8]>::to_vec).collect())))
 }
 
 const MONITOR_SHAPE: &str =

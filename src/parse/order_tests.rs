@@ -1,0 +1,181 @@
+//! Rows in send order: several pipelining connections whose replies arrive late, at random, must give the
+//! same rows in the same order as when every reply is immediate; and a reply later than the window is
+//! counted, not lost.
+
+use std::net::SocketAddr;
+
+use proptest::prelude::*;
+
+use super::{CaptureParser, ParseConfig};
+use crate::capture::synth::{self, PcapWriter, Segment};
+
+const T0: i64 = 1_700_000_000_000_000_000;
+const MS: i64 = 1_000_000;
+const NO_REPLY: i64 = -1;
+
+/// One command of a connection: when it is sent, whether its key exists, and how long its reply takes
+/// (counted from the later of its sending and the previous reply: a connection answers in order;
+/// `NO_REPLY`: none comes).
+#[derive(Clone, Debug)]
+struct Cmd {
+    sent: i64,
+    found: bool,
+    delay: i64,
+}
+
+/// A capture of `conns` connections (opened in order, so conn ids are their indices) sending GETs.
+fn capture(conns: &[Vec<Cmd>]) -> Vec<u8> {
+    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
+    let mut packets: Vec<(i64, Vec<u8>)> = Vec::new();
+    for (c, cmds) in conns.iter().enumerate() {
+        let client: SocketAddr = format!("10.0.0.1:{}", 40000 + c).parse().unwrap();
+        let seg = |s: Segment| synth::ethernet(&s.ip_packet(), &[]);
+        packets.push((T0 - 2000 + 2 * c as i64, seg(Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") })));
+        packets.push((T0 - 1999 + 2 * c as i64, seg(Segment { flags: 0x12, ..Segment::new(server, client, 0, b"") })));
+        let (mut c_seq, mut s_seq, mut last_reply) = (1u32, 1u32, i64::MIN);
+        for (j, cmd) in cmds.iter().enumerate() {
+            let key = format!("k{c}_{j}");
+            let request = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
+            let reply: &[u8] = if cmd.found { b"$3\r\nabc\r\n" } else { b"$-1\r\n" };
+            packets.push((cmd.sent, seg(Segment::new(client, server, c_seq, request.as_bytes()))));
+            c_seq += request.len() as u32;
+            if cmd.delay == NO_REPLY {
+                continue;
+            }
+            let replied = cmd.sent.max(last_reply) + cmd.delay;
+            last_reply = replied;
+            packets.push((replied, seg(Segment::new(server, client, s_seq, reply))));
+            s_seq += reply.len() as u32;
+        }
+    }
+    // Stable: a connection's packets of one time stay in the order they were made.
+    packets.sort_by_key(|p| p.0);
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
+    for (ts, frame) in packets {
+        w.packet(ts, &frame).unwrap();
+    }
+    w.into_inner()
+}
+
+/// (ts_ns, conn, key, found) of every row, in the order they come out, and the parser's counters.
+fn parse(bytes: &[u8], min_rows: usize) -> (Vec<(i64, u32, Vec<u8>, i8)>, Vec<(&'static str, u64)>) {
+    let mut p = CaptureParser::new(bytes, "order.pcap", &ParseConfig::default()).unwrap();
+    let mut rows = Vec::new();
+    while let Some(b) = p.next_batch(min_rows).unwrap() {
+        for i in 0..b.len() {
+            let key = b.key_data[b.key_offsets[i] as usize..b.key_offsets[i + 1] as usize].to_vec();
+            rows.push((b.ts_ns[i], b.conn[i], key, b.found[i]));
+        }
+    }
+    (rows, p.counters())
+}
+
+fn counter(counters: &[(&'static str, u64)], name: &str) -> u64 {
+    counters.iter().find(|c| c.0 == name).map(|c| c.1).unwrap()
+}
+
+/// Connections with their commands' send times (distinct within a connection, increasing) from `gaps`.
+fn with_delays(gaps: &[Vec<(u16, bool)>], delays: &[Vec<u16>]) -> Vec<Vec<Cmd>> {
+    gaps.iter()
+        .zip(delays)
+        .map(|(cmds, ds)| {
+            let mut t = T0;
+            cmds.iter()
+                .zip(ds.iter().chain(std::iter::repeat(&0)))
+                .map(|(&(gap, found), &d)| {
+                    t += 1 + i64::from(gap) * 1000;
+                    Cmd { sent: t, found, delay: i64::from(d) * 1000 }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn late_replies_change_neither_the_rows_nor_their_order(
+        gaps in prop::collection::vec(prop::collection::vec((0u16..3000, any::<bool>()), 1..40), 1..5),
+        delays in prop::collection::vec(prop::collection::vec(0u16..20000, 40), 5),
+        min_rows in prop_oneof![Just(1usize), Just(7), Just(1 << 20)],
+    ) {
+        let immediate = capture(&with_delays(&gaps, &vec![Vec::new(); gaps.len()]));
+        let late = capture(&with_delays(&gaps, &delays));
+        let (expected, _) = parse(&immediate, 1 << 20);
+        let (rows, counters) = parse(&late, min_rows);
+        prop_assert_eq!(&rows, &expected);
+        prop_assert!(rows.windows(2).all(|w| (w[0].0, w[0].1) <= (w[1].0, w[1].1)), "rows not in (ts_ns, conn) order");
+        prop_assert_eq!(counter(&counters, "rows_out_of_order"), 0);
+        prop_assert_eq!(rows.len(), gaps.iter().map(Vec::len).sum::<usize>());
+    }
+}
+
+#[test]
+fn a_reply_later_than_the_window_lets_later_rows_go_and_is_counted() {
+    // Connection 0's one command is answered 6 s late; connection 1 sends a command every 100 ms meanwhile.
+    let slow = vec![Cmd { sent: T0, found: true, delay: 6_000 * MS }];
+    let busy: Vec<Cmd> = (1..80).map(|i| Cmd { sent: T0 + i * 100 * MS, found: false, delay: MS }).collect();
+    let (rows, counters) = parse(&capture(&[slow, busy]), 1);
+    assert_eq!(rows.len(), 80);
+    // Rows of connection 1 older than 5 s behind the newest packet left before the slow reply came.
+    let slow_at = rows.iter().position(|r| r.1 == 0).unwrap();
+    assert!(slow_at > 0 && rows[..slow_at].iter().all(|r| r.1 == 1));
+    assert_eq!(counter(&counters, "rows_out_of_order"), 1);
+    // Within what the window allowed, the order holds: everything after the slow row is in order.
+    assert!(rows[slow_at..].windows(2).all(|w| w[0].0 <= w[1].0));
+}
+
+#[test]
+fn a_command_never_answered_comes_out_in_its_place_with_no_reply() {
+    let silent = vec![Cmd { sent: T0, found: true, delay: NO_REPLY }];
+    let busy: Vec<Cmd> = (1..5).map(|i| Cmd { sent: T0 + i * MS, found: true, delay: 10 }).collect();
+    let (rows, counters) = parse(&capture(&[silent, busy]), 1);
+    assert_eq!(rows.len(), 5);
+    assert_eq!((rows[0].1, rows[0].3), (0, -1));
+    assert!(rows[1..].iter().all(|r| r.1 == 1 && r.3 == 1));
+    assert_eq!(counter(&counters, "rows_out_of_order"), 0);
+}
+
+/// `n` rows at times `t0, t0 + 1, ...` on connection 0, one-byte keys.
+fn rows_from(t0: i64, n: usize) -> crate::parse::RowBatch {
+    let mut b = crate::parse::RowBatch::empty();
+    for i in 0..n {
+        b.ts_ns.push(t0 + i as i64);
+        b.conn.push(0);
+        b.req.push(i as u64);
+        b.op.push(0);
+        b.cmd.push(0);
+        b.key_data.push(b'k');
+        b.key_offsets.push(b.key_data.len() as i64);
+        b.field_offsets.push(0);
+        b.field_valid.push(false);
+        b.value_size.push(-1);
+        b.found.push(-1);
+        b.latency_ns.push(-1);
+        b.error.push(-1);
+    }
+    b
+}
+
+#[test]
+fn rows_held_past_the_memory_bound_go_oldest_first_and_a_later_older_row_is_counted() {
+    use super::order::{Reorder, MAX_ROWS};
+    let mut order = Reorder::default();
+    // A command sent at T0 still waits: nothing after it may go, until too many rows are held.
+    let held = rows_from(T0 + 10, MAX_ROWS - 1);
+    let held = order.release(held, Some(T0), T0 + MS, false);
+    assert_eq!((order.out.len(), held.len()), (0, MAX_ROWS - 1));
+    let mut held = held;
+    held.append_rows(&rows_from(T0 + 10 + MAX_ROWS as i64, 1), &[0]);
+    assert!(order.due(&held, usize::MAX));
+    let held = order.release(held, Some(T0), T0 + MS, false);
+    assert!(held.len() <= MAX_ROWS / 2 && !order.out.is_empty());
+    assert!(order.out.ts_ns.windows(2).all(|w| w[0] <= w[1]) && held.ts_ns[0] > *order.out.ts_ns.last().unwrap());
+    assert_eq!(order.out_of_order, 0);
+    // The waiting command's row comes at last: older than rows already out.
+    let mut held = held;
+    held.append_rows(&rows_from(T0, 1), &[0]);
+    order.release(held, None, T0 + MS, false);
+    assert_eq!(order.out_of_order, 1);
+}
