@@ -34,11 +34,31 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
             rows = CaptureRows(source, ports, anonymize, opened=opened)
         else:
             raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
-    from tqdm import tqdm
-
-    with tqdm(total=rows.size_bytes, unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,
-              disable=not progress, delay=1.0, leave=False) as bar, TraceWriter(output, out_fmt) as writer:
+    with _progress_bar(rows.size_bytes, source, progress) as bar, TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)
             bar.update(rows.bytes_read - bar.n)
     return {"input": source, "output": output, "format": out_fmt, **rows.stats}
+
+
+def _progress_bar(total: int, source: str, progress: bool):
+    """tqdm's bar on stderr; without progress, a stand-in, so that tqdm is not even imported."""
+    if not progress:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr, delay=1.0,
+                leave=False)
+
+
+class _NoBar:
+    n = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n: int) -> None:
+        pass

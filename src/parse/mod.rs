@@ -8,6 +8,7 @@ pub mod ahead;
 pub mod discover;
 pub mod rows;
 pub mod streams;
+pub mod text_out;
 #[cfg(test)]
 mod tests;
 
