@@ -14,30 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cachescope import _native
-from cachescope.errors import UsageError
 from cachescope.parse.arrow_views import strings, valid, values
+from cachescope.parse.output_format import OUTPUT_FORMATS, output_format  # noqa: F401 (their home before)
 from cachescope.outputs import in_place, rename_target
 from cachescope.parse.schema import SCHEMA
 
-OUTPUT_FORMATS = ("parquet", "commands", "monitor", "oracleGeneral")
-_BY_EXTENSION = {".parquet": "parquet", ".pq": "parquet", ".txt": "commands", ".commands": "commands",
-                 ".monitor": "monitor", ".oraclegeneral": "oracleGeneral", ".bin": "oracleGeneral"}
 # Parquet min/max statistics only where a reader can prune row groups with them: time, command index and
 # connection grow along the trace. Keys, fields, sizes and categories take all values in every row group;
 # their statistics pruned nothing and took a third of the writing time (0.25 s -> 0.17 s for 2 M rows).
 _STATISTICS = ("ts_ns", "req", "conn")
-def output_format(path: str, forced: str | None) -> str:
-    if forced is not None:
-        if forced not in OUTPUT_FORMATS:
-            raise UsageError(f"unknown output format {forced!r}; choose from {', '.join(OUTPUT_FORMATS)}")
-        return forced
-    fmt = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
-    if fmt is None:
-        raise UsageError(f"{path}: cannot tell the output format from the extension; give --format "
-                         f"({', '.join(OUTPUT_FORMATS)})")
-    return fmt
-
-
 class TraceWriter:
     """Writes record batches to `path` in `fmt`; use as a context manager. The trace is written beside `path`
     and moved there only when the parse succeeded: a failed parse leaves no half-written trace behind, and

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from cachescope.simulate.registry import INFINITE, POLICIES
 from cachescope.trace.readers import TraceInfo
+
+# pandas is imported inside the functions that build frames: `simulate.py --help` and the modules the
+# commands import at start-up need none of it (it was most of `simulate.py --help`'s 0.35 s); so in curve.py,
+# sizing.py.
 
 
 def _rate(hits, lookups):
@@ -20,6 +23,7 @@ class SimulationResult:
     def __init__(self, trace: TraceInfo, unique_keys: int, summary: pd.DataFrame, infinite: dict,
                  timeline: pd.DataFrame, window: int, has_clock: bool, granularity: str,
                  first_ts: int | None = None, restart_times: list[int] = (), params: dict | None = None):
+        import pandas as pd
         self.params = dict(params or {})
         """{policy: {parameter: value}} of each simulated policy that has parameters."""
         self.first_ts = first_ts
@@ -48,6 +52,7 @@ class SimulationResult:
                         params: dict | None = None, fleet_units: list[str] = ()) -> "SimulationResult":
         """Rows for the single runs (`runs`: (policy, Capacity)), then for the fleets (`fleet_units`: each
         fleet's capacity unit), then the infinite bound apart."""
+        import pandas as pd
         from cachescope.simulate.fleet import fleet_columns, fleet_totals
 
         native = sim.results()
@@ -78,6 +83,7 @@ class SimulationResult:
 
     def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
         """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
+        import pandas as pd
         from cachescope.simulate.curve import curve_frames, sampled_frames
         from cachescope.simulate.sizing import add_warmup, sizing_frame
 
@@ -111,6 +117,7 @@ class SimulationResult:
     def per_pod(self) -> pd.DataFrame:
         """One row per pod of every fleet: its fleet (policy, capacity, pods, route), then `pod` (and `client`
         under the client route), lookups, hits, hit_rate, resident. Empty without fleets."""
+        import pandas as pd
         if "per_pod" not in self.summary:
             return pd.DataFrame()
         fleet = ["policy", "capacity", "capacity_unit", "pods", "route"]
@@ -200,6 +207,7 @@ def _summary_row(r: dict, unit: str) -> dict:
 
 
 def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts) -> pd.DataFrame:
+    import pandas as pd
     window_lookups = np.diff(ends, prepend=np.uint64(0)).astype(np.int64)
     frames = []
     for index, (run, run_hits) in enumerate(zip(runs, hits)):
@@ -234,11 +242,13 @@ def _plain(v):
 
 def _missing(v) -> bool:
     """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null."""
+    import pandas as pd
     return not isinstance(v, (list, tuple)) and pd.isna(v)
 
 
 def label(policy: str, capacity, unit: str = "entries") -> str:
     """`LRU 100k` for entries, `LRU 64 MiB` for bytes."""
+    import pandas as pd
     spec = POLICIES.get(policy, INFINITE)
     if capacity is None or pd.isna(capacity):
         return spec.label
