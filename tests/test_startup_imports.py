@@ -52,3 +52,28 @@ def test_simulate_without_plot_imports_no_matplotlib():
     heavy = imported("simulate.py", REPO / "sample_traces" / "feature_store.monitor", "--lru", "1e3",
                      "--no-progress")
     assert "matplotlib" not in heavy and "tqdm" not in heavy
+
+
+@pytest.fixture(scope="module")
+def commands_trace(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trace") / "t.txt"
+    subprocess.run([sys.executable, "parse.py", str(PCAP), "-o", str(out), "--port", str(PORT), "--no-progress"],
+                   cwd=REPO, check=True, capture_output=True)
+    return out
+
+
+def test_simulate_on_a_trace_without_clock_imports_no_pandas(commands_trace):
+    """The summary of a `commands` trace (no clock: no recovery columns) is printed from the rows; the frames
+    are built only when asked for."""
+    assert imported("simulate.py", commands_trace, "--lru", "1e2,1e3", "--lfu", "1e3", "--no-progress") == []
+
+
+def test_summary_rows_are_the_frames_records(commands_trace):
+    import cachescope
+
+    for caps in (["1e2", "1e3"], ["1e2", "64KiB"]):  # the same columns in every row, and not
+        result = cachescope.simulate_trace(str(commands_trace), lru=caps, assume_value_size=100)
+        records = result.summary_records()
+        assert len(records) == 2 and records[0]["lookups"] > 1000
+        frame = result.summary.to_dict("records")
+        assert repr(records) == repr(frame)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from cachescope.simulate.registry import INFINITE, POLICIES
@@ -20,39 +22,105 @@ class SimulationResult:
     """`summary`: one row per policy and capacity. `infinite`: the never-evicting bound.
     `timeline`: one row per policy, capacity and window of `window` lookups."""
 
-    def __init__(self, trace: TraceInfo, unique_keys: int, summary: pd.DataFrame, infinite: dict,
-                 timeline: pd.DataFrame, window: int, has_clock: bool, granularity: str,
-                 first_ts: int | None = None, restart_times: list[int] = (), params: dict | None = None):
-        import pandas as pd
+    def __init__(self, trace: TraceInfo, unique_keys: int, summary, infinite: dict, timeline, window: int,
+                 has_clock: bool, granularity: str, first_ts: int | None = None, restart_times: list[int] = (),
+                 params: dict | None = None):
+        """`summary`: a DataFrame, or its rows as dicts; `timeline`: a DataFrame, or a function that builds
+        it. Either is made a DataFrame when first asked for: printing the summary of a trace without a clock
+        needs no pandas (and so no 0.3 s importing it)."""
         self.params = dict(params or {})
         """{policy: {parameter: value}} of each simulated policy that has parameters."""
         self.first_ts = first_ts
         self.restart_times = list(restart_times)
         self.trace = trace
         self.unique_keys = unique_keys
-        self.summary = summary
+        self._summary = summary
         self.infinite = infinite
-        self.timeline = timeline
+        self._timeline = timeline
         self.window = window
         self.has_clock = has_clock
         self.granularity = granularity
-        self.curves = pd.DataFrame()
-        """One row per curve and capacity (`policy`, `capacity_unit`, `method`, `sample_rate`, `capacity`,
-        `hits`, `hit_rate`, `round_trips_saved`, `command_hit_rate`, ...)."""
-        self.curve_timeline = pd.DataFrame()
-        """Hits per timeline window at the curve's timeline capacities: the capacity x time heatmap."""
-        self.sizing = pd.DataFrame()
-        """One row per curve and target hit rate: the smallest capacity that reaches it."""
+        self._curves = self._curve_timeline = self._sizing = None
         self.key_pattern = None
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
+
+    @property
+    def summary(self):
+        """One row per policy and capacity (pandas)."""
+        if isinstance(self._summary, list):
+            import pandas as pd
+
+            self._summary = pd.DataFrame(self._summary)
+        return self._summary
+
+    @summary.setter
+    def summary(self, frame) -> None:
+        self._summary = frame
+
+    def summary_records(self) -> list[dict]:
+        """The summary's rows, as `summary.to_dict("records")` gives them; without building the frame when
+        every row has the same columns (no cell to fill with NaN)."""
+        rows = self._summary
+        if isinstance(rows, list) and all(r.keys() == rows[0].keys() for r in rows):
+            return [dict(r) for r in rows]
+        return self.summary.to_dict("records")
+
+    @property
+    def timeline(self):
+        """One row per policy, capacity and window of `window` lookups (pandas)."""
+        if callable(self._timeline):
+            self._timeline = self._timeline()
+        return self._timeline
+
+    @timeline.setter
+    def timeline(self, frame) -> None:
+        self._timeline = frame
+
+    @property
+    def curves(self):
+        """One row per curve and capacity (`policy`, `capacity_unit`, `method`, `sample_rate`, `capacity`,
+        `hits`, `hit_rate`, `round_trips_saved`, `command_hit_rate`, ...)."""
+        return self._frame("_curves")
+
+    @curves.setter
+    def curves(self, frame) -> None:
+        self._curves = frame
+
+    @property
+    def curve_timeline(self):
+        """Hits per timeline window at the curve's timeline capacities: the capacity x time heatmap."""
+        return self._frame("_curve_timeline")
+
+    @curve_timeline.setter
+    def curve_timeline(self, frame) -> None:
+        self._curve_timeline = frame
+
+    @property
+    def sizing(self):
+        """One row per curve and target hit rate: the smallest capacity that reaches it."""
+        return self._frame("_sizing")
+
+    @sizing.setter
+    def sizing(self, frame) -> None:
+        self._sizing = frame
+
+    def has_curves(self) -> bool:
+        return self._curves is not None and len(self._curves) > 0
+
+    def _frame(self, name: str):
+        """The frame held in `name`, an empty one until it is set."""
+        if getattr(self, name) is None:
+            import pandas as pd
+
+            setattr(self, name, pd.DataFrame())
+        return getattr(self, name)
 
     @classmethod
     def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
                         params: dict | None = None, fleet_units: list[str] = ()) -> "SimulationResult":
         """Rows for the single runs (`runs`: (policy, Capacity)), then for the fleets (`fleet_units`: each
         fleet's capacity unit), then the infinite bound apart."""
-        import pandas as pd
         from cachescope.simulate.fleet import fleet_columns, fleet_totals
 
         native = sim.results()
@@ -67,12 +135,16 @@ class SimulationResult:
         ends, ts, hits = sim.timeline()
         if fleets:
             hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
-        timeline = _timeline_frame(rows + [dict(bound, policy=INFINITE.name)], ends, ts, hits, first_ts)
-        summary = pd.DataFrame(rows)
+        runs_and_bound = rows + [dict(bound, policy=INFINITE.name)]
+        timeline = lambda: _timeline_frame(runs_and_bound, ends, ts, hits, first_ts)  # noqa: E731
+        summary = rows
         restarts = list(bound["restart_times"])  # the same for every run
-        if ts is not None and len(summary):
+        if ts is not None and rows:
+            import pandas as pd
+
             from cachescope.simulate.recovery import recovery_columns
 
+            timeline, summary = timeline(), pd.DataFrame(rows)
             summary = summary.join(recovery_columns(timeline, summary, first_ts, restarts))
         unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
         result = cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
@@ -246,11 +318,18 @@ def _missing(v) -> bool:
     return not isinstance(v, (list, tuple)) and pd.isna(v)
 
 
+def _no_capacity(capacity) -> bool:
+    """None, NaN, or pandas' NA (which only a frame holds: pandas is then imported already)."""
+    if capacity is None or (isinstance(capacity, (float, np.floating)) and np.isnan(capacity)):
+        return True
+    pd = sys.modules.get("pandas")
+    return pd is not None and capacity is pd.NA
+
+
 def label(policy: str, capacity, unit: str = "entries") -> str:
     """`LRU 100k` for entries, `LRU 64 MiB` for bytes."""
-    import pandas as pd
     spec = POLICIES.get(policy, INFINITE)
-    if capacity is None or pd.isna(capacity):
+    if _no_capacity(capacity):
         return spec.label
     return f"{spec.label} {human_bytes(capacity) if unit == 'bytes' else human_count(capacity)}"
 
