@@ -636,6 +636,23 @@ fn text_lines<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
+/// `policy::belady::next_access_chunk`: a chunk's next reads, and the map of keys to their first later read.
+#[pyfunction]
+fn next_access_chunk<'py>(
+    py: Python<'py>,
+    ids: PyReadonlyArray1<u64>,
+    start: i64,
+    keys: PyReadonlyArray1<u64>,
+    later: PyReadonlyArray1<i64>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<i64>>)> {
+    let (i, k, l) = (ids.as_slice()?, keys.as_slice()?, later.as_slice()?);
+    if k.len() != l.len() {
+        return Err(value_err(format!("next_access_chunk: {} keys, {} positions", k.len(), l.len())));
+    }
+    let (next, keys, later) = py.detach(|| crate::policy::belady::next_access_chunk(i, start, k, l));
+    Ok((next.into_pyarray(py), keys.into_pyarray(py), later.into_pyarray(py)))
+}
+
 /// For each lookup, the position of the next lookup of the same key (2**64-1 if none): what Belady needs.
 #[pyfunction]
 fn next_access<'py>(py: Python<'py>, keys: PyReadonlyArray1<u64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
@@ -730,6 +747,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(key_hash, m)?)?;
     m.add_function(wrap_pyfunction!(next_access, m)?)?;
     m.add_function(wrap_pyfunction!(text_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(next_access_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(policy_specs, m)?)?;
     m.add_function(wrap_pyfunction!(xxh32, m)?)?;
     m.add("NativeTraceError", m.py().get_type::<NativeTraceError>())?;

@@ -197,27 +197,8 @@ class _OracleGeneral:
 def _fill_next(rec: np.ndarray, start: int, keys: np.ndarray, later: np.ndarray):
     """Sets rec["next"] (records at positions start..) from the reads after them in the chunk, else from the
     map (keys sorted, later[i] the first read of keys[i] after the chunk); returns the map updated with the
-    chunk's first read of each key."""
-    ids = rec["id"]
-    pos = np.arange(start, start + len(rec), dtype=np.int64)
-    order = np.lexsort((pos, ids))  # by key, then position
-    sorted_ids, sorted_pos = ids[order], pos[order]
-    same = sorted_ids[1:] == sorted_ids[:-1]
-    nxt = np.full(len(rec), -1, dtype=np.int64)
-    nxt[order[:-1][same]] = sorted_pos[1:][same]
-    last = np.ones(len(rec), dtype=bool)  # each key's last read in the chunk: its next one is after it
-    last[:-1] = ~same
-    if len(keys):
-        at = np.minimum(np.searchsorted(keys, sorted_ids[last]), len(keys) - 1)
-        known = keys[at] == sorted_ids[last]
-        nxt[order[last][known]] = later[at[known]]
+    chunk's first read of each key. In the Rust core (`policy::belady::next_access_chunk`): numpy's sort by
+    key took ~0.5 s of the 1.8 M reads of a 270 MB capture."""
+    nxt, keys, later = _native.next_access_chunk(np.ascontiguousarray(rec["id"]), start, keys, later)
     rec["next"] = nxt
-    first = np.ones(len(rec), dtype=bool)  # each key's first read in the chunk: the map's new entry
-    first[1:] = ~same
-    new_keys, new_pos = sorted_ids[first], sorted_pos[first]
-    at = np.searchsorted(keys, new_keys)
-    known = np.zeros(len(new_keys), dtype=bool)
-    inside = at < len(keys)
-    known[inside] = keys[at[inside]] == new_keys[inside]
-    later[at[known]] = new_pos[known]
-    return np.insert(keys, at[~known], new_keys[~known]), np.insert(later, at[~known], new_pos[~known])
+    return keys, later
