@@ -7,6 +7,9 @@ times the packets, as on a production network). Each is parsed by each contender
 subprocess with the capture in the page cache:
   parse.py     `python parse.py CAPTURE -o OUT.parquet --port P --no-progress`: the whole command, Python
                start-up and Parquet writing (zstd) included; wall time from the outside.
+  parse.py -> .txt / .monitor   the same command writing the `commands` or `monitor` text trace instead
+               (written by the Rust core, src/parse/text_out.rs): measured in the same runs, as ratios to
+               parse.py to Parquet and to tcpflow.
   CaptureRows  `cachescope.parse.capture_source.CaptureRows(...).record_batches()` iterated to the end, nothing
                written: pcap reading, TCP reassembly, RESP parsing and pairing, rows as Arrow record batches.
   tcpflow      `tcpflow -r CAPTURE -o DIR port P`: TCP reassembly only, each flow's bytes written to a file;
@@ -122,8 +125,8 @@ def timed_process(argv, cwd=None):
     return wall, cpu, int(field(r"Maximum resident set size \(kbytes\)")) * 1024
 
 
-def run_parse_py(capture, port, tmp):
-    out, stats = tmp / "x.parquet", tmp / "stats.json"
+def run_parse_py(capture, port, tmp, ext="parquet"):
+    out, stats = tmp / f"x.{ext}", tmp / "stats.json"
     wall, cpu, rss = timed_process([sys.executable, str(ROOT / "parse.py"), str(capture), "-o", str(out), "--port",
                                     str(port), "--no-progress", "--stats-json", str(stats)], cwd=ROOT)
     s = json.loads(stats.read_text())
@@ -204,18 +207,21 @@ def print_table(res, size):
 
 
 PARSE_PY, ROWS = "cachescope parse.py (-> Parquet)", "cachescope CaptureRows (no write)"
+TEXT_OUTPUTS = {"txt": "cachescope parse.py (-> .txt)", "monitor": "cachescope parse.py (-> .monitor)"}
 TCPFLOW, REFERENCE = "tcpflow (reassembly only)", "reference (dpkt+hiredis, Python)"
 
 
 def measure(a, capture, longer, port, tmp):
     """Every run; returns (best run per contender, the trace parse.py wrote (summary), parse.py's start-up s,
     parse.py and CaptureRows on the longer capture)."""
-    runs = {PARSE_PY: [], ROWS: [], TCPFLOW: [], REFERENCE: []}
+    runs = {PARSE_PY: [], **{name: [] for name in TEXT_OUTPUTS.values()}, ROWS: [], TCPFLOW: [], REFERENCE: []}
     for i in range(max(a.repeat, a.reference_repeat)):  # interleaved: a change of load falls on all alike
         warm(capture)
         if i < a.repeat:
             r, parquet = run_parse_py(capture, port, tmp)
             runs[PARSE_PY].append(r)
+            for ext, name in TEXT_OUTPUTS.items():
+                runs[name].append(run_parse_py(capture, port, tmp, ext)[0])
             runs[ROWS].append(run_worker("rows", capture, port, tmp))
             runs[TCPFLOW].append(run_tcpflow(capture, port, tmp))
         if i < a.reference_repeat:
@@ -278,9 +284,12 @@ def bench_capture(a, mtu, tmp):
     ratios = {f"{c}/{o}": res[other]["wall_s"] / res[ours]["wall_s"]
               for c, ours in (("parse.py", PARSE_PY), ("CaptureRows", ROWS))
               for o, other in (("tcpflow", TCPFLOW), ("reference", REFERENCE))}
+    ratios.update({f"parse.py -> .{ext}/{o}": res[other]["wall_s"] / res[name]["wall_s"]
+                   for ext, name in TEXT_OUTPUTS.items()
+                   for o, other in (("tcpflow", TCPFLOW), ("parse.py -> Parquet", PARSE_PY))})
     print()
     for k, v in ratios.items():
-        print(f"  cachescope {k + ':':<24}{v:>6.2f}x (MB/s over MB/s)")
+        print(f"  cachescope {k + ':':<40}{v:>6.2f}x (MB/s over MB/s)")
     bounded = print_memory(res, longer_runs, longer.stat().st_size)
     print_agreement(res, trace, meta)
     verdict = {k: ratios[k] > 1 for k in ("CaptureRows/tcpflow", "parse.py/tcpflow")}
@@ -344,6 +353,10 @@ def checks(res, trace, meta, longer_runs):
     """What must agree; each difference as one line."""
     ps, rows, ref = res[PARSE_PY], res[ROWS], res[REFERENCE]
     out = []
+    for name in TEXT_OUTPUTS.values():
+        if (res[name]["commands"], res[name]["rows"]) != (ps["commands"], ps["rows"]):
+            out.append(f"{name} ({res[name]['commands']} commands, {res[name]['rows']} rows) and parse.py to "
+                       f"Parquet ({ps['commands']}, {ps['rows']}) differ")
     if ps["commands"] != rows["commands"] or ps["rows"] != rows["rows"] or trace["rows"] != ps["rows"]:
         out.append(f"parse.py ({ps['commands']} commands, {ps['rows']} rows, {trace['rows']} in its trace) and "
                    f"CaptureRows ({rows['commands']}, {rows['rows']}) differ")

@@ -616,6 +616,66 @@ fn hash_optional_column<'py>(
     Ok(py.detach(|| hash::hash_optional_column(o, d, v)).map_err(value_err)?.into_pyarray(py))
 }
 
+/// A batch of trace rows as text lines (`style`: "commands" or "monitor"), from the columns of its Arrow
+/// record batch; rows whose `keep` is false are left out.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn text_lines<'py>(
+    py: Python<'py>,
+    style: &str,
+    ts_ns: PyReadonlyArray1<i64>,
+    req: PyReadonlyArray1<u64>,
+    cmd: PyReadonlyArray1<i16>,
+    cmd_names: Vec<String>,
+    key_offsets: PyReadonlyArray1<i64>,
+    key_data: PyReadonlyArray1<u8>,
+    field_offsets: PyReadonlyArray1<i64>,
+    field_data: PyReadonlyArray1<u8>,
+    field_valid: PyReadonlyArray1<bool>,
+    client: PyReadonlyArray1<i32>,
+    client_names: Vec<String>,
+    keep: PyReadonlyArray1<bool>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    use parse::text_out::{write_text, TextRows, TextStyle};
+    let style = match style {
+        "commands" => TextStyle::Commands,
+        "monitor" => TextStyle::Monitor,
+        other => return Err(value_err(format!("unknown text style {other:?}"))),
+    };
+    let rows = TextRows {
+        ts_ns: ts_ns.as_slice()?, req: req.as_slice()?, cmd: cmd.as_slice()?, cmd_names: &cmd_names,
+        key_offsets: key_offsets.as_slice()?, key_data: key_data.as_slice()?, field_offsets: field_offsets.as_slice()?,
+        field_data: field_data.as_slice()?, field_valid: field_valid.as_slice()?, client: client.as_slice()?,
+        client_names: &client_names, keep: keep.as_slice()?,
+    };
+    let n = rows.req.len();
+    let columns = [rows.ts_ns.len(), rows.cmd.len(), rows.key_offsets.len().saturating_sub(1),
+                   rows.field_offsets.len().saturating_sub(1), rows.field_valid.len(), rows.client.len(), rows.keep.len()];
+    if columns.iter().any(|&c| c != n) {
+        return Err(value_err(format!("text_lines: columns of different lengths {columns:?}, {n} rows")));
+    }
+    let mut out = Vec::new();
+    py.detach(|| write_text(&rows, style, &mut out));
+    Ok(PyBytes::new(py, &out))
+}
+
+/// `policy::belady::next_access_chunk`: a chunk's next reads, and the map of keys to their first later read.
+#[pyfunction]
+fn next_access_chunk<'py>(
+    py: Python<'py>,
+    ids: PyReadonlyArray1<u64>,
+    start: i64,
+    keys: PyReadonlyArray1<u64>,
+    later: PyReadonlyArray1<i64>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<i64>>)> {
+    let (i, k, l) = (ids.as_slice()?, keys.as_slice()?, later.as_slice()?);
+    if k.len() != l.len() {
+        return Err(value_err(format!("next_access_chunk: {} keys, {} positions", k.len(), l.len())));
+    }
+    let (next, keys, later) = py.detach(|| crate::policy::belady::next_access_chunk(i, start, k, l));
+    Ok((next.into_pyarray(py), keys.into_pyarray(py), later.into_pyarray(py)))
+}
+
 /// For each lookup, the position of the next lookup of the same key (2**64-1 if none): what Belady needs.
 #[pyfunction]
 fn next_access<'py>(py: Python<'py>, keys: PyReadonlyArray1<u64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
@@ -710,6 +770,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash_optional_column, m)?)?;
     m.add_function(wrap_pyfunction!(key_hash, m)?)?;
     m.add_function(wrap_pyfunction!(next_access, m)?)?;
+    m.add_function(wrap_pyfunction!(text_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(next_access_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(policy_specs, m)?)?;
     m.add_function(wrap_pyfunction!(xxh32, m)?)?;
     m.add("NativeTraceError", m.py().get_type::<NativeTraceError>())?;

@@ -7,9 +7,8 @@ import sys
 
 from cachescope.cli.common import Parser
 from cachescope.outputs import check_outputs
-from cachescope.parse.convert import convert
+from cachescope.parse.output_format import OUTPUT_FORMATS
 from cachescope.parse.report import input_line, input_report
-from cachescope.parse.writers import OUTPUT_FORMATS
 
 
 def build_parser(prog: str) -> Parser:
@@ -32,6 +31,8 @@ def build_parser(prog: str) -> Parser:
 def main(argv=None, prog: str = "parse.py") -> int:
     args = build_parser(prog).parse_args(argv)
     check_outputs([("capture", args.capture)], [("-o", args.output), ("--stats-json", args.stats_json)])
+    from cachescope.parse.convert import convert  # pyarrow and the parser: not for --help
+
     stats = convert(args.capture, args.output, fmt=args.format, ports=args.port,
                     anonymize=args.anonymize, progress=not args.no_progress)
     print(format_stats(stats), file=sys.stderr)

@@ -190,9 +190,10 @@ def format_summary(result) -> str:
         *_trace_notes(t),
         "",
     ]
-    columns = _columns(result)
+    rows = result.summary_records()
+    columns = _columns(result, rows)
     lines.append("  ".join(f"{name:>{width}}" if i else f"{name:<{width}}" for i, (name, width, _) in enumerate(columns)))
-    for row in result.summary.to_dict("records"):
+    for row in rows:
         name = label(row["policy"], row["capacity"], row["capacity_unit"])
         if isinstance(row.get("estimate"), str):
             name += f" x{row['pods']} sharded*"
@@ -206,13 +207,13 @@ def format_summary(result) -> str:
     if any(name == "cmds served" for name, _, _ in columns):
         lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache: "
                      "Redis round trips saved.")
-    estimates = {r["estimate"] for r in result.summary.to_dict("records") if isinstance(r.get("estimate"), str)}
+    estimates = {r["estimate"] for r in rows if isinstance(r.get("estimate"), str)}
     for estimate in sorted(estimates):
         lines.append(f"* an estimate, {estimate}; x1 is this pod alone, the replicated fleet's hit rate.")
     if result.key_pattern is not None:
         lines.append(f"key pattern {result.key_pattern}: {result.unmatched_shards:,} lookups, writes and deletes "
                      "of keys it does not match (each such key is its own shard).")
-    if "pods" in result.summary:
+    if any("pods" in row for row in rows):
         lines.append("x N ROUTE = a fleet of N pods, each with a cache of that capacity; pods min/med/max = the "
                      "spread of the pods' hit rates; imbalance = the busiest pod's lookups over the mean.")
     if any(name == "warm-up" for name, _, _ in columns):
@@ -247,7 +248,7 @@ def _trace_notes(t) -> list[str]:
 
 def format_curves(result) -> list[str]:
     """A few points of each curve (one per decade, and the sizing answers), then the sizing answers."""
-    if result.curves.empty:
+    if not result.has_curves():
         return []
     import numpy as np
 
@@ -301,9 +302,9 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _columns(result):
-    """(header, width, cell formatter) for each column worth showing for this result."""
-    s = result.summary
+def _columns(result, rows: list[dict]):
+    """(header, width, cell formatter) for each column worth showing for this result (`rows`: its summary)."""
+    s = {k for row in rows for k in row}
     cols = [("cache", 30 if "pods" in s else 22, lambda r, name: name),
             ("hits", 12, lambda r, _: f"{r['hits']:,}"),
             ("hit rate", 8, lambda r, _: f"{r['hit_rate']:.2%}")]
@@ -319,13 +320,18 @@ def _columns(result):
     for key, header in (("evictions", "evictions"), ("invalidations", "invalidated"),
                         ("refresh_evictions", "refreshed"), ("expirations", "expired"),
                         ("stale_reads", "stale reads"), ("uncacheable", "not cacheable")):
-        if key in s and s[key].sum() > 0:
+        if key in s and sum(_present(rows, key)) > 0:
             cols.append((header, max(11, len(header)), lambda r, _, k=key: f"{r[k]:,}" if k in r else ""))
     if "warmup_s" in s:
         cols.append(("warm-up", 9, lambda r, _: _duration(r.get("warmup_s"))))
-    if "recovery_s" in s and s["restarts"].max() > 0:
+    if "recovery_s" in s and max(_present(rows, "restarts"), default=0) > 0:
         cols.append(("recovery", 9, lambda r, _: _duration(r.get("recovery_s"))))
     return cols
+
+
+def _present(rows: list[dict], key: str) -> list:
+    """The column's values in the rows that have one (as pandas' sum and max skip NaN)."""
+    return [row[key] for row in rows if key in row and not _missing(row[key])]
 
 
 def _fleet_memory(row) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from cachescope.errors import TraceFormatError
 from cachescope.outputs import check_outputs
 from cachescope.parse.capture_source import DEFAULT_PORTS, CaptureRows
-from cachescope.parse.writers import TraceWriter, output_format
+from cachescope.parse.output_format import output_format
+from cachescope.parse.writers import TraceWriter
+from cachescope.progress import progress_bar
 from cachescope.trace.formats import sniff
 from cachescope.trace.opened import OpenedInput
 
@@ -34,11 +35,9 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
             rows = CaptureRows(source, ports, anonymize, opened=opened)
         else:
             raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
-    from tqdm import tqdm
-
-    with tqdm(total=rows.size_bytes, unit="B", unit_scale=True, desc=f"parsing {source}", file=sys.stderr,
-              disable=not progress, delay=1.0, leave=False) as bar, TraceWriter(output, out_fmt) as writer:
+    with progress_bar(rows.size_bytes, f"parsing {source}", progress) as bar, TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)
             bar.update(rows.bytes_read - bar.n)
     return {"input": source, "output": output, "format": out_fmt, **rows.stats}
+

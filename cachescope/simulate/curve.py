@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from cachescope.errors import UsageError
 from cachescope.simulate.capacity import MAX_BYTES, MAX_ENTRIES, parse_capacities, parse_capacity
@@ -111,6 +110,7 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
     """The curve (one row per capacity) and its timeline (one row per window and timeline capacity) from the
     core's counts. Capacities past the point where every capacity holds every unique key are dropped: the
     curve is flat there, at the infinite bound."""
+    import pandas as pd
     rows, heat = [], []
     for curve in (c for c in native if c["method"] == "exact"):
         caps = np.asarray(curve["capacities"], dtype=np.int64)
@@ -151,6 +151,7 @@ def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int
     """Sampled curves, one row per capacity: the mean of the salts' estimates and a band of two standard
     deviations of them (`hit_rate_low`, `hit_rate_high`), with `salts` and `sample_rate`. No cache beats the
     infinite one, whose hit rate `bound` is exact: estimates above it are sampling noise, and are cut to it."""
+    import pandas as pd
     frames = []
     for curve in native:
         if curve["method"] == "shards":

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.progress import progress_bar
 from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import parse_capacities
 from cachescope.simulate.fleet import parse_pods, parse_routes
@@ -307,16 +307,4 @@ def _assumed_sizes(source, batch, assume_value_size):
 
 
 def _progress_bar(source: TraceSource, enabled: bool, what: str = "simulating"):
-    from tqdm import tqdm
-
-    # delay: only a read that takes more than a moment shows a bar at all.
-    return tqdm(
-        total=source.size_bytes,
-        unit="B",
-        unit_scale=True,
-        desc=f"{what} {source.path}",
-        file=sys.stderr,
-        disable=not enabled,
-        delay=1.0,
-        leave=False,
-    )
+    return progress_bar(source.size_bytes, f"{what} {source.path}", enabled)

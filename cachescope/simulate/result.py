@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from cachescope.simulate.registry import INFINITE
 from cachescope.trace.readers import TraceInfo
+
+# pandas is imported inside the functions that build frames: `simulate.py --help` and the modules the
+# commands import at start-up need none of it (it was most of `simulate.py --help`'s 0.35 s); so in curve.py,
+# sizing.py.
 
 
 def _rate(hits, lookups):
@@ -17,33 +20,101 @@ class SimulationResult:
     """`summary`: one row per policy and capacity. `infinite`: the never-evicting bound.
     `timeline`: one row per policy, capacity and window of `window` lookups."""
 
-    def __init__(self, trace: TraceInfo, unique_keys: int, summary: pd.DataFrame, infinite: dict,
-                 timeline: pd.DataFrame, window: int, has_clock: bool, granularity: str,
-                 first_ts: int | None = None, restart_times: list[int] = (), params: dict | None = None):
+    def __init__(self, trace: TraceInfo, unique_keys: int, summary, infinite: dict, timeline, window: int,
+                 has_clock: bool, granularity: str, first_ts: int | None = None, restart_times: list[int] = (),
+                 params: dict | None = None):
+        """`summary`: a DataFrame, or its rows as dicts; `timeline`: a DataFrame, or a function that builds
+        it. Either is made a DataFrame when first asked for: printing the summary of a trace without a clock
+        needs no pandas (and so no 0.3 s importing it)."""
         self.params = dict(params or {})
         """{policy: {parameter: value}} of each simulated policy that has parameters."""
         self.first_ts = first_ts
         self.restart_times = list(restart_times)
         self.trace = trace
         self.unique_keys = unique_keys
-        self.summary = summary
+        self._summary = summary
         self.infinite = infinite
-        self.timeline = timeline
+        self._timeline = timeline
         self.window = window
         self.has_clock = has_clock
         self.granularity = granularity
-        self.curves = pd.DataFrame()
-        """One row per curve and capacity (`policy`, `capacity_unit`, `method`, `sample_rate`, `capacity`,
-        `hits`, `hit_rate`, `round_trips_saved`, `command_hit_rate`, ...)."""
-        self.curve_timeline = pd.DataFrame()
-        """Hits per timeline window at the curve's timeline capacities: the capacity x time heatmap."""
-        self.sizing = pd.DataFrame()
-        """One row per curve and target hit rate: the smallest capacity that reaches it."""
+        self._curves = self._curve_timeline = self._sizing = None
         self.key_pattern = None
         # The counters of a capture parsed on the fly (empty for a trace file): simulate.py reports them.
         self.capture_stats: dict = {}
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
+
+    @property
+    def summary(self):
+        """One row per policy and capacity (pandas)."""
+        if isinstance(self._summary, list):
+            import pandas as pd
+
+            self._summary = pd.DataFrame(self._summary)
+        return self._summary
+
+    @summary.setter
+    def summary(self, frame) -> None:
+        self._summary = frame
+
+    def summary_records(self) -> list[dict]:
+        """The summary's rows, as `summary.to_dict("records")` gives them; without building the frame when
+        every row has the same columns (no cell to fill with NaN)."""
+        rows = self._summary
+        if isinstance(rows, list) and all(r.keys() == rows[0].keys() for r in rows):
+            return [dict(r) for r in rows]
+        return self.summary.to_dict("records")
+
+    @property
+    def timeline(self):
+        """One row per policy, capacity and window of `window` lookups (pandas)."""
+        if callable(self._timeline):
+            self._timeline = self._timeline()
+        return self._timeline
+
+    @timeline.setter
+    def timeline(self, frame) -> None:
+        self._timeline = frame
+
+    @property
+    def curves(self):
+        """One row per curve and capacity (`policy`, `capacity_unit`, `method`, `sample_rate`, `capacity`,
+        `hits`, `hit_rate`, `round_trips_saved`, `command_hit_rate`, ...)."""
+        return self._frame("_curves")
+
+    @curves.setter
+    def curves(self, frame) -> None:
+        self._curves = frame
+
+    @property
+    def curve_timeline(self):
+        """Hits per timeline window at the curve's timeline capacities: the capacity x time heatmap."""
+        return self._frame("_curve_timeline")
+
+    @curve_timeline.setter
+    def curve_timeline(self, frame) -> None:
+        self._curve_timeline = frame
+
+    @property
+    def sizing(self):
+        """One row per curve and target hit rate: the smallest capacity that reaches it."""
+        return self._frame("_sizing")
+
+    @sizing.setter
+    def sizing(self, frame) -> None:
+        self._sizing = frame
+
+    def has_curves(self) -> bool:
+        return self._curves is not None and len(self._curves) > 0
+
+    def _frame(self, name: str):
+        """The frame held in `name`, an empty one until it is set."""
+        if getattr(self, name) is None:
+            import pandas as pd
+
+            setattr(self, name, pd.DataFrame())
+        return getattr(self, name)
 
     @classmethod
     def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
@@ -64,19 +135,18 @@ class SimulationResult:
         ends, ts, hits = sim.timeline()
         if fleets:
             hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
-        timeline = _timeline_frame(rows + [dict(bound, policy=INFINITE.name)], ends, ts, hits, first_ts)
-        for index, fleet in enumerate(fleets, start=len(native)):
-            factor = fleet.get("time_factor", 1)
-            if factor > 1 and ts is not None:
-                # A sharded what-if's pods run on a clock `factor` times faster: its timeline too.
-                mine = timeline["run"] == index
-                timeline.loc[mine, "ts_ns"] = first_ts + (timeline.loc[mine, "ts_ns"] - first_ts) // factor
-                timeline.loc[mine, "seconds"] = timeline.loc[mine, "seconds"] / factor
-        summary = pd.DataFrame(rows)
+        runs_and_bound = rows + [dict(bound, policy=INFINITE.name)]
+        factors = {i: f.get("time_factor", 1) for i, f in enumerate(fleets, start=len(native))}
+        timeline = lambda: _what_ifs_on_their_clock(  # noqa: E731
+            _timeline_frame(runs_and_bound, ends, ts, hits, first_ts), factors, first_ts)
+        summary = rows
         restarts = list(bound["restart_times"])  # the same for every run
-        if ts is not None and len(summary):
+        if ts is not None and rows:
+            import pandas as pd
+
             from cachescope.simulate.recovery import recovery_columns
 
+            timeline, summary = timeline(), pd.DataFrame(rows)
             summary = summary.join(recovery_columns(timeline, summary, first_ts, restarts))
         unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
         result = cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
@@ -87,6 +157,7 @@ class SimulationResult:
 
     def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
         """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
+        import pandas as pd
         from cachescope.simulate.curve import curve_frames, sampled_frames
         from cachescope.simulate.sizing import add_warmup, sizing_frame
 
@@ -120,6 +191,7 @@ class SimulationResult:
     def per_pod(self) -> pd.DataFrame:
         """One row per pod of every fleet: its fleet (policy, capacity, pods, route), then `pod` (and `client`
         under the client route), lookups, hits, hit_rate, resident. Empty without fleets."""
+        import pandas as pd
         if "per_pod" not in self.summary:
             return pd.DataFrame()
         fleet = ["policy", "capacity", "capacity_unit", "pods", "route"]
@@ -209,6 +281,7 @@ def _summary_row(r: dict, unit: str) -> dict:
 
 
 def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts) -> pd.DataFrame:
+    import pandas as pd
     window_lookups = np.diff(ends, prepend=np.uint64(0)).astype(np.int64)
     frames = []
     for index, (run, run_hits) in enumerate(zip(runs, hits)):
@@ -243,4 +316,17 @@ def _plain(v):
 
 def _missing(v) -> bool:
     """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null."""
+    import pandas as pd
     return not isinstance(v, (list, tuple)) and pd.isna(v)
+
+
+def _what_ifs_on_their_clock(timeline, factors: dict, first_ts):
+    """A sharded what-if's pods run on a clock `factor` times faster than the trace's: its timeline too."""
+    if first_ts is None or "ts_ns" not in timeline:
+        return timeline
+    for index, factor in factors.items():
+        if factor > 1:
+            mine = timeline["run"] == index
+            timeline.loc[mine, "ts_ns"] = first_ts + (timeline.loc[mine, "ts_ns"] - first_ts) // factor
+            timeline.loc[mine, "seconds"] = timeline.loc[mine, "seconds"] / factor
+    return timeline

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
 from cachescope.errors import UsageError
 
@@ -38,6 +37,7 @@ def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: flo
     none does: `reachable` is false and `bound_hit_rate` says how far the infinite cache goes), its hit rates,
     memory and savings, and the curve's knee. `bytes_per_entry` turns an entry capacity into bytes (the
     memory model's mean weight of an entry); `duration_s` turns counts into rates."""
+    import pandas as pd
     rows = []
     if curves.empty:
         return pd.DataFrame()

@@ -10,6 +10,7 @@ pub mod discover;
 pub mod order;
 pub mod rows;
 pub mod streams;
+pub mod text_out;
 #[cfg(test)]
 mod order_tests;
 #[cfg(test)]

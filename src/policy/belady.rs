@@ -30,6 +30,41 @@ pub fn next_access(keys: &[u64]) -> Vec<u64> {
     next
 }
 
+/// `next_access` of a trace too long to hold, a chunk at a time, last chunk first: the chunk's ids start at
+/// position `start`; `keys` (sorted) and `later` map each key read after the chunk to its first read there.
+/// Returns the chunk's next positions (-1: none) and the map updated with the chunk's first read of each key.
+/// Memory: the map (16 bytes a unique key) and a table of the chunk's keys.
+pub fn next_access_chunk(ids: &[u64], start: i64, keys: &[u64], later: &[i64]) -> (Vec<i64>, Vec<u64>, Vec<i64>) {
+    let mut next = vec![-1i64; ids.len()];
+    let mut first: KeyMap<i64> = KeyMap::default();
+    for (i, &k) in ids.iter().enumerate().rev() {
+        let pos = start + i as i64;
+        next[i] = match first.insert(k, pos) {
+            Some(p) => p,
+            None => keys.binary_search(&k).map_or(-1, |j| later[j]),
+        };
+    }
+    let mut new: Vec<(u64, i64)> = first.into_iter().collect();
+    new.sort_unstable_by_key(|&(k, _)| k);
+    let (mut out_keys, mut out_later) = (Vec::with_capacity(keys.len() + new.len()), Vec::with_capacity(keys.len() + new.len()));
+    let (mut a, mut b) = (0, 0);
+    while a < keys.len() || b < new.len() {
+        if b == new.len() || (a < keys.len() && keys[a] < new[b].0) {
+            out_keys.push(keys[a]);
+            out_later.push(later[a]);
+            a += 1;
+        } else {
+            if a < keys.len() && keys[a] == new[b].0 {
+                a += 1; // the chunk's read is nearer than the one after it
+            }
+            out_keys.push(new[b].0);
+            out_later.push(new[b].1);
+            b += 1;
+        }
+    }
+    (next, out_keys, out_later)
+}
+
 pub struct Belady {
     capacity: u64,
     used: u64,
@@ -115,6 +150,28 @@ impl Policy for Belady {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn next_access_by_chunks_last_first_is_next_access() {
+        let ids: Vec<u64> = (0..5000u64).map(|i| (i * 2654435761) % 97 + (i % 7) * (i % 3)).collect();
+        let whole: Vec<i64> = next_access(&ids).iter().map(|&n| if n == NEVER { -1 } else { n as i64 }).collect();
+        for chunk in [1usize, 13, 97, 5000] {
+            let (mut keys, mut later, mut got) = (Vec::new(), Vec::new(), vec![0i64; ids.len()]);
+            let mut start = (ids.len() - 1) / chunk * chunk;
+            loop {
+                let end = (start + chunk).min(ids.len());
+                let (next, k, l) = next_access_chunk(&ids[start..end], start as i64, &keys, &later);
+                got[start..end].copy_from_slice(&next);
+                (keys, later) = (k, l);
+                if start == 0 {
+                    break;
+                }
+                start -= chunk;
+            }
+            assert_eq!(got, whole, "chunk {chunk}");
+            assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
     use super::*;
 
     fn run(keys: &[u64], capacity: u64) -> u64 {

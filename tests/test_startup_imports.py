@@ -1,0 +1,79 @@
+"""Start-up: the commands import pandas, pyarrow, matplotlib and tqdm only where they use them (pandas alone
+took most of `simulate.py --help`'s 0.35 s). Each command runs in a fresh interpreter, as a user runs it, and
+reports the heavy libraries it imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+HEAVY = ("pandas", "pyarrow", "matplotlib", "tqdm")
+PCAP = REPO / "sample_traces" / "feature_store.pcap"
+PORT = json.loads((REPO / "sample_traces" / "feature_store.truth.json").read_text())["port"]
+
+_PROBE = """
+import json, runpy, sys
+sys.argv = json.loads(sys.argv[1])
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as e:
+    code = e.code
+else:
+    code = 0
+print(json.dumps({"code": code, "heavy": sorted(m for m in sys.modules if m in %r)}), file=sys.stderr)
+""" % (HEAVY,)
+
+
+def imported(*argv) -> list[str]:
+    """The heavy libraries `python argv...` imported (it must succeed)."""
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps([str(a) for a in argv])], cwd=REPO,
+                          capture_output=True, text=True)
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), proc.stderr
+    return report["heavy"]
+
+
+@pytest.mark.parametrize("command", ["simulate.py", "parse.py", "capture.py"])
+def test_help_imports_none_of_the_heavy_libraries(command):
+    assert imported(command, "--help") == []
+
+
+@pytest.mark.parametrize("ext", ["txt", "monitor", "oracleGeneral"])
+def test_parse_to_text_or_binary_imports_no_pandas_matplotlib_or_tqdm(tmp, ext):
+    assert imported("parse.py", PCAP, "-o", tmp / f"t.{ext}", "--port", PORT, "--no-progress") == ["pyarrow"]
+
+
+def test_simulate_without_plot_imports_no_matplotlib():
+    heavy = imported("simulate.py", REPO / "sample_traces" / "feature_store.monitor", "--lru", "1e3",
+                     "--no-progress")
+    assert "matplotlib" not in heavy and "tqdm" not in heavy
+
+
+@pytest.fixture(scope="module")
+def commands_trace(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trace") / "t.txt"
+    subprocess.run([sys.executable, "parse.py", str(PCAP), "-o", str(out), "--port", str(PORT), "--no-progress"],
+                   cwd=REPO, check=True, capture_output=True)
+    return out
+
+
+def test_simulate_on_a_trace_without_clock_imports_no_pandas(commands_trace):
+    """The summary of a `commands` trace (no clock: no recovery columns) is printed from the rows; the frames
+    are built only when asked for."""
+    assert imported("simulate.py", commands_trace, "--lru", "1e2,1e3", "--lfu", "1e3", "--no-progress") == []
+
+
+def test_summary_rows_are_the_frames_records(commands_trace):
+    import cachescope
+
+    for caps in (["1e2", "1e3"], ["1e2", "64KiB"]):  # the same columns in every row, and not
+        result = cachescope.simulate_trace(str(commands_trace), lru=caps, assume_value_size=100)
+        records = result.summary_records()
+        assert len(records) == 2 and records[0]["lookups"] > 1000
+        frame = result.summary.to_dict("records")
+        assert repr(records) == repr(frame)
