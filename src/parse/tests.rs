@@ -23,6 +23,12 @@ const EXCHANGES: [(&[u8], &[u8]); 5] = [
 
 /// A pcap (ns timestamps) of the conversation after a handshake; request i is sent at T0 + 1000 i.
 fn capture() -> Vec<u8> {
+    one_connection(EXCHANGES.iter().map(|&(q, r)| (q.to_vec(), r.to_vec())), usize::MAX)
+}
+
+/// A pcap of (request, reply) exchanges on one connection after its handshake: request i sent at
+/// T0 + 1000 i in segments of at most `segment` bytes, its reply LATENCY later.
+fn one_connection(exchanges: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>, segment: usize) -> Vec<u8> {
     let client: SocketAddr = "10.0.0.1:40000".parse().unwrap();
     let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
     let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
@@ -30,11 +36,13 @@ fn capture() -> Vec<u8> {
     put(T0 - 20, Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") });
     put(T0 - 10, Segment { flags: 0x12, ..Segment::new(server, client, 0, b"") });
     let (mut c_seq, mut s_seq) = (1u32, 1u32);
-    for (i, (request, reply)) in EXCHANGES.iter().enumerate() {
+    for (i, (request, reply)) in exchanges.into_iter().enumerate() {
         let ts = T0 + 1000 * i as i64;
-        put(ts, Segment::new(client, server, c_seq, request));
-        put(ts + LATENCY, Segment::new(server, client, s_seq, reply));
-        c_seq += request.len() as u32;
+        for piece in request.chunks(segment) {
+            put(ts, Segment::new(client, server, c_seq, piece));
+            c_seq += piece.len() as u32;
+        }
+        put(ts + LATENCY, Segment::new(server, client, s_seq, &reply));
         s_seq += reply.len() as u32;
     }
     w.into_inner()
@@ -253,14 +261,7 @@ fn connections_that_carry_nothing_leave_nothing_behind() {
 #[test]
 fn a_batch_of_long_keys_ends_by_its_bytes_not_only_its_rows() {
     // Forty MGETs of 40 keys of 64 KiB each: 100 MiB of keys in 1,600 rows.
-    let client: SocketAddr = "10.0.0.1:40000".parse().unwrap();
-    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
-    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
-    let mut put = |ts: i64, s: Segment| w.packet(ts, &synth::ethernet(&s.ip_packet(), &[])).unwrap();
-    put(T0 - 20, Segment { flags: 0x02, ack: 0, ..Segment::new(client, server, 0, b"") });
-    put(T0 - 10, Segment { flags: 0x12, ..Segment::new(server, client, 0, b"") });
-    let (mut c_seq, mut s_seq) = (1u32, 1u32);
-    for i in 0..40u32 {
+    let mgets = (0..40u32).map(|i| {
         let mut request = b"*41\r\n$4\r\nMGET\r\n".to_vec();
         for k in 0..40u32 {
             let key = format!("{i:04}{k:04}").repeat(8 << 10);
@@ -268,14 +269,9 @@ fn a_batch_of_long_keys_ends_by_its_bytes_not_only_its_rows() {
         }
         let mut reply = b"*40\r\n".to_vec();
         (0..40).for_each(|_| reply.extend_from_slice(b"$-1\r\n"));
-        for chunk in request.chunks(60_000) {
-            put(T0 + i64::from(i) * 1000, Segment::new(client, server, c_seq, chunk));
-            c_seq += chunk.len() as u32;
-        }
-        put(T0 + i64::from(i) * 1000 + LATENCY, Segment::new(server, client, s_seq, &reply));
-        s_seq += reply.len() as u32;
-    }
-    let bytes = w.into_inner();
+        (request, reply)
+    });
+    let bytes = one_connection(mgets, 60_000);
     let mut p = CaptureParser::new(Cursor::new(bytes), "big.pcap", &ParseConfig::default()).unwrap();
     let mut sizes = Vec::new();
     while let Some(b) = p.next_batch(usize::MAX).unwrap() {
