@@ -7,7 +7,7 @@
 use super::stack::Stack;
 use super::walk::{walk, Observer};
 use crate::sim::events::{Events, UNKNOWN_SIZE};
-use crate::sim::options::{Options, Unit};
+use crate::sim::options::{Options, Unit, WriteMode};
 use crate::sim::Membership;
 
 /// What one pass counted, in buckets: index `i` holds what first fits `capacities[i]`; the last bucket holds
@@ -73,13 +73,16 @@ impl LruCurve {
         })
     }
 
-    /// Options a curve cannot model exactly: TTLs and refresh schedules act on each capacity's own admission
-    /// times, so no single stack describes them.
-    pub fn unsupported(opts: &Options) -> Option<&'static str> {
+    /// What a stack of `unit` cannot model, if the options ask for it: TTLs and refresh schedules act on each
+    /// capacity's own admission times, and in bytes a slot freed by an invalidation is refilled differently
+    /// at each capacity, so no single stack describes them. Exact and sampled (SHARDS) LRU curves share it.
+    pub fn unsupported(opts: &Options, unit: Unit) -> Option<&'static str> {
         if opts.ttl_ns.is_some() {
             Some("a TTL")
         } else if !opts.refreshes.is_empty() {
             Some("a refresh schedule")
+        } else if matches!(unit, Unit::Bytes { .. }) && opts.writes != WriteMode::Ignore {
+            Some("invalidation in bytes (a freed slot is refilled differently at each capacity): use entries")
         } else {
             None
         }

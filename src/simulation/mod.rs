@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::curve::{Curve, LruCurve, MiniSim, Shards};
 use crate::fleet::{Fleet, Route};
 use crate::hash::KeySet;
-use crate::sim::{Events, Membership, Options, Run, Unit, WriteMode};
+use crate::sim::{Events, Membership, Options, Run, Unit};
 use crate::trace::reader::OP_READ;
 
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
@@ -85,14 +85,7 @@ impl Simulation {
 
     /// Adds an exact LRU curve at `capacities` (in `unit`; at most `window_columns` of them in the timeline).
     pub fn add_lru_curve(&mut self, capacities: &[u64], unit: Unit, window_columns: usize) -> Result<(), String> {
-        if let Some(what) = LruCurve::unsupported(&self.opts) {
-            return Err(format!("the exact LRU curve cannot model {what}: run single capacities instead"));
-        }
-        if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
-            return Err("an exact LRU curve in bytes cannot model invalidation (a freed slot is refilled \
-                        differently at each capacity): use entries, or single byte capacities".into());
-        }
-        self.check_curve_can_start()?;
+        self.check_lru_curve(unit)?;
         self.curves.push(Curve::Exact(LruCurve::new(capacities, unit, window_columns)?));
         Ok(())
     }
@@ -101,13 +94,7 @@ impl Simulation {
     /// most `max_keys` keys each if given.
     pub fn add_shards(&mut self, capacities: &[u64], unit: Unit, rate: f64, samples: usize, max_keys: Option<usize>)
                       -> Result<(), String> {
-        if let Some(what) = LruCurve::unsupported(&self.opts) {
-            return Err(format!("an LRU curve cannot model {what}: run single capacities instead"));
-        }
-        if matches!(unit, Unit::Bytes { .. }) && self.opts.writes != WriteMode::Ignore {
-            return Err("an LRU curve in bytes cannot model invalidation: use entries, or single byte capacities".into());
-        }
-        self.check_curve_can_start()?;
+        self.check_lru_curve(unit)?;
         self.curves.push(Curve::Shards(Shards::new(capacities, unit, rate, samples, max_keys)?));
         Ok(())
     }
@@ -137,6 +124,14 @@ impl Simulation {
     /// The fleet added last, to finish setting it up.
     pub fn last_fleet(&mut self) -> &mut Fleet {
         self.fleets.last_mut().expect("a fleet was added")
+    }
+
+    /// Whether an LRU curve (exact or SHARDS) of `unit` can start: one the options allow, before any batch.
+    fn check_lru_curve(&self, unit: Unit) -> Result<(), String> {
+        if let Some(what) = LruCurve::unsupported(&self.opts, unit) {
+            return Err(format!("an LRU curve cannot model {what}; run single capacities instead"));
+        }
+        self.check_curve_can_start()
     }
 
     fn check_curve_can_start(&self) -> Result<(), String> {

@@ -1,7 +1,7 @@
 //! Hand-worked cases: each expected number below is derived in the comment next to it.
 
 use super::*;
-use crate::sim::Counters;
+use crate::sim::{Counters, WriteMode};
 use crate::trace::reader::{OP_DELETE, OP_READ, OP_WRITE};
 
 fn entries(policies: &[(&str, u64)], window: u64) -> Simulation {
