@@ -153,7 +153,8 @@ impl Fleet {
             let run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
                 .expect("the fleet's first pods were built with the same arguments");
             self.pods.push(run);
-            self.pod_opts.push(self.pod_opts.first().cloned().unwrap_or_else(|| self.template.clone()));
+            // The client route has no rolling restart (refused in `new`): a new pod's options are the fleet's.
+            self.pod_opts.push(self.template.clone());
             self.scratch.push(Vec::new());
         }
     }
@@ -161,11 +162,9 @@ impl Fleet {
     /// Hands events `start..end` to their pods; returns the hits they made.
     fn share_out(&mut self, ev: &Events, start: usize, end: usize, members: &Membership, first_ts: Option<i64>) -> u64 {
         if self.router.route == Route::Client {
-            if ev.clients.is_none() {
-                return 0; // refused before the first batch: see `Simulation::feed`
-            }
-            let most = ev.clients.unwrap()[start..end].iter().max().map_or(0, |&c| c as usize + 1);
-            self.grow_to(most);
+            // Events without clients are refused before they reach a fleet routing by client (`Simulation::feed`).
+            let clients = ev.clients.expect("routing by client needs the clients column");
+            self.grow_to(clients[start..end].iter().max().map_or(0, |&c| c as usize + 1));
         }
         for i in start..end {
             if ev.op(i) == OP_READ {

@@ -78,8 +78,7 @@ impl Router {
                     self.unnumbered += 1;
                     self.unnumbered
                 });
-                if let Some((open, pod)) = self.open.filter(|&(r, _)| r == request) {
-                    let _ = open;
+                if let Some((_, pod)) = self.open.filter(|&(r, _)| r == request) {
                     return pod;
                 }
                 let pod = match replicated {
