@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 
 from cachescope.errors import TraceFormatError, UsageError
-from cachescope.trace.readers import Batch, TraceInfo, TraceSource
+from cachescope.trace.readers import Batch, ClientHosts, TraceInfo, TraceSource
 
 # A trace's command indices are kept apart from another's in the top bits.
 _REQ_SHIFT = 48
@@ -40,7 +40,11 @@ class MergedSource:
         self.want_clients = False
         self.key_pattern = None
         self.unmatched_shards = 0
-        self.hosts: list[str] = []
+        self.client_hosts = ClientHosts()
+
+    @property
+    def hosts(self) -> list[str]:
+        return self.client_hosts.names
 
     @property
     def bytes_read(self) -> int:
@@ -75,7 +79,8 @@ class MergedSource:
     def _tagged(self, k: int, source: TraceSource, batch_events) -> Iterator[Batch]:
         """The trace's batches with its commands and clients made distinct from the other traces'."""
         args = () if batch_events is None else (batch_events,)
-        seen_hosts, commands = 0, 0
+        ids: list[int] = []
+        commands = 0
         for batch in source.batches(*args):
             if "ts_ns" not in batch:
                 raise UsageError(f"{source.path}: merging traces needs timestamps, and this {source.format} "
@@ -85,22 +90,11 @@ class MergedSource:
                 commands += len(batch["keys"])
             batch["reqs"] = batch["reqs"] + np.uint64(k << _REQ_SHIFT)
             if "clients" in batch:
-                names = source.hosts
-                for host in names[seen_hosts:]:
-                    self._host_id(f"{os.path.basename(source.path)}:{host}")
-                ids = np.array([self._host_ids[f"{os.path.basename(source.path)}:{h}"] for h in names],
-                               dtype=np.uint32)
-                seen_hosts = len(names)
-                batch["clients"] = ids[batch["clients"]]
+                # The trace's host i is the merge's host ids[i], named FILE:HOST.
+                for host in source.hosts[len(ids):]:
+                    ids.append(self.client_hosts.id(f"{os.path.basename(source.path)}:{host}"))
+                batch["clients"] = np.array(ids, dtype=np.uint32)[batch["clients"]]
             yield batch
-
-    def _host_id(self, name: str) -> int:
-        if not hasattr(self, "_host_ids"):
-            self._host_ids = {}
-        if name not in self._host_ids:
-            self._host_ids[name] = len(self.hosts)
-            self.hosts.append(name)
-        return self._host_ids[name]
 
     @staticmethod
     def _pull(k, streams, held, last):

@@ -45,6 +45,20 @@ class TraceInfo:
         return asdict(self)
 
 
+class ClientHosts:
+    """Client hosts by the index a `clients` column holds, numbered as they first come."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def id(self, host: str) -> int:
+        if host not in self._ids:
+            self._ids[host] = len(self.names)
+            self.names.append(host)
+        return self._ids[host]
+
+
 class TraceSource:
     """One trace file opened for reading: iterate `batches()` once, then read `info`."""
 
@@ -74,16 +88,16 @@ class TraceSource:
         """Lookups, writes and deletes whose key the pattern did not match (each key its own shard)."""
         self.want_clients = False
         """Whether batches should carry `clients` (routing by client): set before reading."""
-        self.hosts: list[str] = []
+        self.client_hosts = ClientHosts()
+
+    @property
+    def hosts(self) -> list[str]:
         """Client hosts by the index the `clients` column holds."""
-        self._host_ids: dict[str, int] = {}
+        return self.client_hosts.names
 
     def host_id(self, host: str) -> int:
         """The index of a client host, new ones appended."""
-        if host not in self._host_ids:
-            self._host_ids[host] = len(self.hosts)
-            self.hosts.append(host)
-        return self._host_ids[host]
+        return self.client_hosts.id(host)
 
     @property
     def bytes_read(self) -> int:
@@ -128,7 +142,9 @@ class TraceSource:
             if batch is None:
                 return
             if self.want_clients and "clients" in batch:
-                self.hosts = reader.hosts()
+                # The reader numbers its hosts as they first come, as ClientHosts does.
+                for host in reader.hosts()[len(self.hosts):]:
+                    self.host_id(host)
             else:
                 batch.pop("clients", None)
             self.unmatched_shards += batch.pop("unmatched_shards", 0)
