@@ -22,12 +22,18 @@ def write_oracle_general(path, keys):
     rec.tofile(path)
 
 
-@pytest.mark.parametrize("seed,alpha,universe", [(1, 1.1, 2_000), (2, 1.4, 50_000), (3, 1.01, 500), (4, 2.0, 10**6)])
-def test_lru_matches_libcachesim(tmp, seed, alpha, universe):
-    rng = np.random.default_rng(seed)
+def zipf_trace(tmp, rng, alpha, universe):
+    """40,000 Zipf keys written twice: as our keys text trace and as libCacheSim's oracleGeneral file."""
     keys = (rng.zipf(alpha, 40_000) % universe + 1).astype(np.uint64)
     (tmp / "t.keys").write_text("\n".join(map(str, keys.tolist())) + "\n")
     write_oracle_general(tmp / "t.oracleGeneral", keys)
+    return keys
+
+
+@pytest.mark.parametrize("seed,alpha,universe", [(1, 1.1, 2_000), (2, 1.4, 50_000), (3, 1.01, 500), (4, 2.0, 10**6)])
+def test_lru_matches_libcachesim(tmp, seed, alpha, universe):
+    rng = np.random.default_rng(seed)
+    keys = zipf_trace(tmp, rng, alpha, universe)
     capacities = sorted({int(c) for c in rng.integers(1, 3_000, 5)} | {1, 64})
     out = run_cli("simulate.py", tmp / "t.keys", "--lru", ",".join(map(str, capacities)), "--json", check_rc=0)
     for row in json.loads(out.stdout)["results"]:
@@ -38,9 +44,7 @@ def test_lru_matches_libcachesim(tmp, seed, alpha, universe):
 def test_the_exact_curve_matches_libcachesim_at_every_capacity_asked(tmp, seed, alpha, universe):
     """One pass of the stack algorithm against one libCacheSim run per capacity."""
     rng = np.random.default_rng(seed)
-    keys = (rng.zipf(alpha, 40_000) % universe + 1).astype(np.uint64)
-    (tmp / "t.keys").write_text("\n".join(map(str, keys.tolist())) + "\n")
-    write_oracle_general(tmp / "t.oracleGeneral", keys)
+    keys = zipf_trace(tmp, rng, alpha, universe)
     capacities = sorted({int(c) for c in rng.integers(1, 5_000, 8)} | {1, 2})
     out = run_cli("simulate.py", tmp / "t.keys", "--curve", "lru", "--curve-capacities",
                   ",".join(map(str, capacities)), "--json", check_rc=0)
