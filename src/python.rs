@@ -183,6 +183,7 @@ fn row_columns(py: Python<'_>, b: parse::RowBatch) -> PyResult<Bound<'_, PyDict>
     d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
     d.set_item("conn", b.conn.into_pyarray(py))?;
     d.set_item("req", b.req.into_pyarray(py))?;
+    d.set_item("batch", b.batch.into_pyarray(py))?;
     d.set_item("op", b.op.into_pyarray(py))?;
     d.set_item("cmd", b.cmd.into_pyarray(py))?;
     d.set_item("key_offsets", b.key_offsets.into_pyarray(py))?;
@@ -332,7 +333,7 @@ impl Simulation {
     }
 
     #[pyo3(signature = (keys, ts_ns=None, ops=None, entities=None, fields=None, value_sizes=None, key_bytes=None, reqs=None,
-                        clients=None, shards=None))]
+                        clients=None, shards=None, conns=None, batches=None))]
     #[allow(clippy::too_many_arguments)]
     fn feed(
         &mut self,
@@ -347,6 +348,8 @@ impl Simulation {
         reqs: Option<PyReadonlyArray1<u64>>,
         clients: Option<PyReadonlyArray1<u32>>,
         shards: Option<PyReadonlyArray1<u64>>,
+        conns: Option<PyReadonlyArray1<u64>>,
+        batches: Option<PyReadonlyArray1<u64>>,
     ) -> PyResult<()> {
         let ev = Events {
             keys: keys.as_slice()?,
@@ -359,6 +362,8 @@ impl Simulation {
             reqs: reqs.as_ref().map(|a| a.as_slice()).transpose()?,
             clients: clients.as_ref().map(|a| a.as_slice()).transpose()?,
             shards: shards.as_ref().map(|a| a.as_slice()).transpose()?,
+            conns: conns.as_ref().map(|a| a.as_slice()).transpose()?,
+            batches: batches.as_ref().map(|a| a.as_slice()).transpose()?,
         };
         let inner = &mut self.inner;
         py.detach(|| inner.feed(&ev)).map_err(value_err)
@@ -407,7 +412,9 @@ impl Simulation {
     }
 
     /// One dict per fleet: `policy`, `capacity`, `route`, `pods`, `per_pod` (one dict of counters per pod, with
-    /// `resident` and `restart_times`) and `window_hits`, the fleet's hits per timeline window.
+    /// `resident` and `restart_times`), `window_hits`, the fleet's hits per timeline window, and `served`, the
+    /// fleet's own `commands`, `commands_served`, `round_trips` and `round_trips_saved` (a sharded request can
+    /// reach several pods: these are not sums over pods).
     fn fleets<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.inner
             .fleets()
@@ -423,6 +430,13 @@ impl Simulation {
                 let per_pod = f.pods().iter().map(|r| run_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
                 d.set_item("per_pod", per_pod)?;
                 d.set_item("window_hits", f.window_hits().into_pyarray(py))?;
+                let s = f.served();
+                let served = PyDict::new(py);
+                served.set_item("commands", s.commands)?;
+                served.set_item("commands_served", s.commands_served)?;
+                served.set_item("round_trips", s.round_trips)?;
+                served.set_item("round_trips_saved", s.round_trips_saved)?;
+                d.set_item("served", served)?;
                 Ok(d)
             })
             .collect()
@@ -464,6 +478,8 @@ impl Simulation {
                 d.set_item("bytes_hit", cumulative(&c.bytes_hit).into_pyarray(py))?;
                 d.set_item("commands", c.commands)?;
                 d.set_item("commands_served", cumulative(&c.commands_served).into_pyarray(py))?;
+                d.set_item("round_trips", c.round_trips)?;
+                d.set_item("round_trips_saved", cumulative(&c.round_trips_saved).into_pyarray(py))?;
                 let windows: Vec<Vec<u64>> = c.window_hits.chunks(n + 1).map(cumulative).collect();
                 let flat: Vec<u64> = windows.concat();
                 let heat = numpy::ndarray::Array2::from_shape_vec((windows.len(), n), flat)
@@ -520,6 +536,8 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
         ("bytes_hit", c.bytes_hit),
         ("commands", c.commands),
         ("commands_served", c.commands_served),
+        ("round_trips", c.round_trips),
+        ("round_trips_saved", c.round_trips_saved),
         ("evictions", c.evictions),
         ("invalidations", c.invalidations),
         ("refresh_evictions", c.refresh_evictions),

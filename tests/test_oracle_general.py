@@ -23,6 +23,7 @@ def _batch(keys, ts0=1_700_000_000 * 10**9):
         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["c"])),
         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["s"])),
         pa.nulls(n, pa.dictionary(pa.int16(), pa.string())),
+        pa.array(np.arange(n, dtype=np.uint64)),
     ], schema=SCHEMA)
 
 

@@ -18,7 +18,7 @@ def test_parquet_output_and_counters(tmp):
     proc = run_cli("parse.py", CAPTURE, "-o", out, "--port", PORT, "--stats-json", stats, check_rc=0)
     df = pd.read_parquet(out)
     assert list(df.columns) == ["ts_ns", "conn", "req", "op", "cmd", "key", "field", "value_size", "found",
-                                "latency_ns", "client", "server", "error"]
+                                "latency_ns", "client", "server", "error", "batch"]
     assert df["cmd"].astype(str).tolist() == ["HSET", "HSET", "HMGET", "HMGET", "HMGET", "HMGET"]
     assert df["found"].tolist()[2:] == [True, True, True, False]
     counters = json.loads(stats.read_text())

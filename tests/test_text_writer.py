@@ -39,6 +39,7 @@ def _batch(rows, clients=("10.0.0.1:5000", "10.0.0.2:6000")):
         pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["s"])),
         pa.DictionaryArray.from_arrays(pa.array([None if r[4] is None else errors.index(r[4]) for r in rows],
                                                 pa.int16()), pa.array(errors)),
+        pa.array([r[0] for r in rows], pa.uint64()),
     ], schema=SCHEMA)
 
 

@@ -205,8 +205,13 @@ def format_summary(result) -> str:
     lines.append("")
     lines.append("hit rate = lookup hits / lookups, cold start included; the infinite cache never evicts.")
     if any(name == "cmds served" for name, _, _ in columns):
-        lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache: "
-                     "Redis round trips saved.")
+        lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache.")
+        if not result.trace.round_trips_known:
+            lines.append(f"round trips: a {result.trace.format} trace does not show which commands were pipelined "
+                         "together; each command counts as a round trip of its own.")
+    if any(name == "trips saved" for name, _, _ in columns):
+        lines.append("trips saved = Redis round trips (a batch: the commands a connection sent before waiting for "
+                     "replies) whose every lookup hit and that wrote nothing.")
     estimates = {r["estimate"] for r in rows if isinstance(r.get("estimate"), str)}
     for estimate in sorted(estimates):
         lines.append(f"* an estimate, {estimate}; x1 is this pod alone, the replicated fleet's hit rate.")
@@ -261,9 +266,12 @@ def format_curves(result) -> list[str]:
         shown = curve[curve["capacity"].isin(decades | sized | {int(caps[0]), int(caps[-1])})]
         if method == "exact":
             how = f"exact, {len(curve):,} capacities in one pass"
-            lines += ["", f"{POLICIES[policy].label} curve ({how})", f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}"]
+            trips = _has_batches(result)
+            lines += ["", f"{POLICIES[policy].label} curve ({how})",
+                      f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}" + ("  trips saved" if trips else "")]
             for row in shown.to_dict("records"):
-                lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}")
+                lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}"
+                             + (f"  {_pct(row['round_trips_saved_rate']):>11}" if trips else ""))
             continue
         how = (f"{'SHARDS' if method == 'shards' else 'miniature simulations'}, sampled: "
                f"{curve['sample_rate'].iloc[0]:.3g} of the keys, {int(curve['salts'].iloc[0])} samples; "
@@ -298,6 +306,12 @@ def format_curves(result) -> list[str]:
     return lines
 
 
+def _has_batches(result) -> bool:
+    """Whether the trace's round trips are not simply its commands (a capture of a pipelining client)."""
+    inf = result.infinite
+    return inf.get("round_trips", inf.get("commands")) != inf.get("commands")
+
+
 def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
@@ -312,6 +326,8 @@ def _columns(result, rows: list[dict]):
         cols.append(("byte hit rate", 13, lambda r, _: _pct(r.get("byte_hit_rate"))))
     if result.trace.commands != result.trace.lookups:
         cols.append(("cmds served", 11, lambda r, _: _pct(r.get("command_hit_rate"))))
+    if _has_batches(result):
+        cols.append(("trips saved", 11, lambda r, _: _pct(r.get("round_trips_saved_rate"))))
     if "pods" in s:
         cols.append(("pods min/med/max", 22, lambda r, _: "" if "pods" not in r else
                      f"{r['pod_hit_rate_min']:.1%}/{r['pod_hit_rate_median']:.1%}/{r['pod_hit_rate_max']:.1%}"))

@@ -110,4 +110,6 @@ class MonitorRows:
             pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array(["unknown"], pa.string())),
             # MONITOR shows no replies: no row is known to have been answered with an error.
             pa.nulls(n, SCHEMA.field("error").type),
+            # MONITOR shows no replies, so no round trips: each command is a batch of its own.
+            pa.array(cols[2], pa.uint64()),
         ], schema=SCHEMA)

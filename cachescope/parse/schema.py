@@ -27,6 +27,9 @@ SCHEMA = pa.schema([
     # The code of the error that answered the row's command (MOVED, ASK, WRONGTYPE, LOADING, ...): the command
     # was no lookup and no write. Null when the reply was no error, or is unknown.
     ("error", pa.dictionary(pa.int16(), pa.string())),
+    # The round trip the command was sent in: its ordinal among its connection's batches (the commands a
+    # client sent before it waited for replies). Traces without replies make each command a batch of its own.
+    ("batch", pa.uint64()),
 ])
 
 
@@ -59,6 +62,7 @@ def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]] 
         _endpoint_column(conn, [c for c, _ in conns]),
         _endpoint_column(conn, [s for _, s in conns]),
         _dictionary(pa.int16(), cols["error"], cols["error_names"], cols["error"] >= 0),
+        _numbers(pa.uint64(), cols["batch"]),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
 

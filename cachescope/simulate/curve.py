@@ -127,9 +127,13 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
             "hits": hits[keep],
             "hit_rate": hits[keep] / lookups if lookups else 0.0,
             "commands": commands,
-            "round_trips_saved": np.asarray(curve["commands_served"], dtype=np.int64)[keep],
+            "commands_served": np.asarray(curve["commands_served"], dtype=np.int64)[keep],
+            "round_trips": curve["round_trips"],
+            "round_trips_saved": np.asarray(curve["round_trips_saved"], dtype=np.int64)[keep],
         })
-        frame["command_hit_rate"] = frame["round_trips_saved"] / commands if commands else 0.0
+        frame["command_hit_rate"] = frame["commands_served"] / commands if commands else 0.0
+        trips = curve["round_trips"]
+        frame["round_trips_saved_rate"] = frame["round_trips_saved"] / trips if trips else 0.0
         if looked:
             frame["bytes_looked_up"] = looked
             frame["bytes_hit"] = np.asarray(curve["bytes_hit"], dtype=np.int64)[keep]

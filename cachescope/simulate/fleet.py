@@ -64,9 +64,11 @@ def fleet_totals(fleet: dict) -> dict:
     pods = fleet["per_pod"]
     counters = [k for k, v in (pods[0] if pods else {}).items() if isinstance(v, int) and k != "capacity"]
     total = {k: sum(p[k] for p in pods) for k in counters} if pods else {
-        k: 0 for k in ("lookups", "hits", "bytes_looked_up", "bytes_hit", "commands", "commands_served",
-                       "resident", "evictions", "invalidations", "refresh_evictions", "expirations",
-                       "stale_reads", "uncacheable", "restarts")}
+        k: 0 for k in ("lookups", "hits", "bytes_looked_up", "bytes_hit", "resident", "evictions",
+                       "invalidations", "refresh_evictions", "expirations", "stale_reads", "uncacheable",
+                       "restarts")}
+    # A sharded request reaches several pods: the fleet counts it once, served when every pod hit.
+    total.update(fleet["served"])
     total.update(policy=fleet["policy"], capacity=fleet["capacity"],
                  restart_times=sorted({t for p in pods for t in p["restart_times"]}))
     return total
@@ -85,6 +87,8 @@ def fleet_columns(fleet: dict, unit: str, hosts=()) -> dict:
         "route": fleet["route"],
         "per_pod": [{"pod": i, "lookups": int(p["lookups"]), "hits": int(p["hits"]), "hit_rate": float(r),
                      "resident": int(p["resident"]),
+                     # The requests this pod received (under a sharded route, its part of each batch).
+                     "round_trips": int(p.get("round_trips", 0)), "round_trips_saved": int(p.get("round_trips_saved", 0)),
                      **({"client": hosts[i]} if fleet["route"] == "client" and i < len(hosts) else {})}
                     for i, (p, r) in enumerate(zip(pods, rates))],
         "pod_hit_rate_min": float(busy.min()),

@@ -131,7 +131,8 @@ class SimulationResult:
         rows += [{**_summary_row(fleet_totals(f), unit), **fleet_columns(f, unit, hosts)}
                  for f, unit in zip(fleets, fleet_units)]
         infinite = {k: v for k, v in _summary_row(bound, "entries").items()
-                    if k in ("lookups", "hits", "misses", "hit_rate", "command_hit_rate")}
+                    if k in ("lookups", "hits", "misses", "hit_rate", "commands", "commands_served",
+                             "command_hit_rate", "round_trips", "round_trips_saved", "round_trips_saved_rate")}
         ends, ts, hits = sim.timeline()
         if fleets:
             hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
@@ -272,9 +273,14 @@ def _summary_row(r: dict, unit: str) -> dict:
         row["bytes_looked_up"] = r["bytes_looked_up"]
         row["bytes_hit"] = r["bytes_hit"]
         row["byte_hit_rate"] = _rate(r["bytes_hit"], r["bytes_looked_up"])
+    # Per command (an HMGET and all its fields) and per round trip (a batch: the commands a connection sent
+    # before waiting for replies): a pipeline of 13 HMGETs is 13 commands and one round trip.
     row["commands"] = r["commands"]
-    row["round_trips_saved"] = r["commands_served"]
+    row["commands_served"] = r["commands_served"]
     row["command_hit_rate"] = _rate(r["commands_served"], r["commands"])
+    row["round_trips"] = r["round_trips"]
+    row["round_trips_saved"] = r["round_trips_saved"]
+    row["round_trips_saved_rate"] = _rate(r["round_trips_saved"], r["round_trips"])
     row["resident"] = r["resident"]
     row.update({k: r[k] for k in _COUNTERS})
     return row

@@ -19,6 +19,8 @@ from cachescope.trace.readers import Batch, ClientHosts, TraceInfo, TraceSource
 
 # A trace's command indices are kept apart from another's in the top bits.
 _REQ_SHIFT = 48
+# Connections are numbered per trace (uint32): trace k's are moved above the others'.
+_CONN_SHIFT = 32
 
 
 class MergedSource:
@@ -89,6 +91,11 @@ class MergedSource:
                 batch["reqs"] = np.arange(commands, commands + len(batch["keys"]), dtype=np.uint64)
                 commands += len(batch["keys"])
             batch["reqs"] = batch["reqs"] + np.uint64(k << _REQ_SHIFT)
+            if "batches" in batch:
+                batch["conns"] = batch["conns"] + np.uint64(k << _CONN_SHIFT)
+            else:  # every command a round trip of its own, on the last connection number of the trace's range
+                batch["conns"] = np.full(len(batch["keys"]), ((k + 1) << _CONN_SHIFT) - 1, dtype=np.uint64)
+                batch["batches"] = batch["reqs"]
             if "clients" in batch:
                 # The trace's host i is the merge's host ids[i], named FILE:HOST.
                 for host in source.hosts[len(ids):]:
@@ -142,5 +149,6 @@ class MergedSource:
                     for key, n in getattr(s.info, name).items():
                         total[key] = total.get(key, 0) + n
                 setattr(self.info, name, total)
+        self.info.round_trips_known = all(s.info.round_trips_known for s in self.sources)
         self.unmatched_shards = sum(s.unmatched_shards for s in self.sources)
         self.capture_stats = {s.path: s.capture_stats for s in self.sources if s.capture_stats}

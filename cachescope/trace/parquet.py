@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 
-_COLUMNS = ("op", "key", "field", "ts_ns", "req", "value_size", "error", "server")
+_COLUMNS = ("op", "key", "field", "ts_ns", "req", "conn", "batch", "value_size", "error", "server")
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
 UNKNOWN_SIZE = np.uint32(2**32 - 1)
 
@@ -48,7 +48,7 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
 
 def _check_types(path: str, schema: pa.Schema) -> None:
     """Refuses columns of a type the trace schema cannot mean (a `req` of strings), naming file and column."""
-    kinds = {"req": "integers", "ts_ns": "integers", "value_size": "integers", "key": "strings",
+    kinds = {"req": "integers", "conn": "integers", "batch": "integers", "ts_ns": "integers", "value_size": "integers", "key": "strings",
              "field": "strings", "op": "strings"}
     for name, kind in kinds.items():
         if name not in schema.names:
@@ -92,6 +92,11 @@ class RecordBatchEvents:
             _count_by(info.lookups_by_server, rb.column("server"), ops == 0)
         batch = _hash_columns(rb, src.granularity, src.path, row0)
         batch.update(ops=ops, reqs=reqs)
+        if "batch" in rb.schema.names and "conn" in rb.schema.names:
+            # Round trips: a batch is named by its connection and its ordinal there.
+            info.round_trips_known = True
+            batch["conns"] = _integers(rb.column("conn"), "conn", src.path, row0)
+            batch["batches"] = _integers(rb.column("batch"), "batch", src.path, row0)
         ts = _timestamps(rb, src.path)
         if ts is not None:
             batch["ts_ns"] = ts
@@ -186,6 +191,18 @@ class _CommandCounter:
             self.count += int(np.count_nonzero(reqs[1:] != reqs[:-1])) + int(reqs[0] != self.last)
             self.last = reqs[-1]
         return reqs
+
+
+def _integers(column: pa.Array, name: str, path: str, row0: int) -> np.ndarray:
+    """A column of non-negative integers as uint64; a null or negative value is an error."""
+    if column.null_count:
+        at = int(np.flatnonzero(~column.is_valid().to_numpy(zero_copy_only=False))[0])
+        raise TraceFormatError(f"{path}: row {row0 + at}: {name} is null")
+    values = column.to_numpy(zero_copy_only=False)
+    if values.dtype.kind == "i" and len(values) and values.min() < 0:
+        at = int(np.flatnonzero(values < 0)[0])
+        raise TraceFormatError(f"{path}: row {row0 + at}: {name} {values[at]} is negative")
+    return values.astype(np.uint64)
 
 
 def _op_codes(rb: pa.RecordBatch) -> np.ndarray:

@@ -40,6 +40,9 @@ class TraceInfo:
     error_lookups: int = 0
     # Lookups by the Redis server (ip:port) that answered them, when the trace names it (captures).
     lookups_by_server: Dict[str, int] = field(default_factory=dict)
+    # The trace tells which commands a connection sent together (a capture's batches); otherwise (no replies:
+    # MONITOR and text traces) every command counts as a round trip of its own.
+    round_trips_known: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -1,14 +1,14 @@
 //! The exact LRU curve over a stream of events: every lookup's stack depth, counted in the bucket of the
 //! smallest capacity it fits, so that the hits at capacity `c[i]` are the sum of buckets `0..=i`. The same
-//! for bytes hit, for commands served whole (a command is served at C when its deepest lookup fits C), and
-//! per timeline window (the capacity x time heatmap). Memory: the stack (a few words per unique key) plus
+//! for bytes hit, for commands served whole (a command is served at C when its deepest lookup fits C), for
+//! round trips saved (likewise, over every lookup of a batch: `RoundTrips`), and per timeline window (the capacity x time heatmap). Memory: the stack (a few words per unique key) plus
 //! one bucket per capacity and window.
 
 use super::stack::Stack;
 use super::walk::{walk, Observer};
 use crate::sim::events::{Events, UNKNOWN_SIZE};
 use crate::sim::options::{Options, Unit, WriteMode};
-use crate::sim::Membership;
+use crate::sim::{Membership, RoundTrips};
 
 /// What one pass counted, in buckets: index `i` holds what first fits `capacities[i]`; the last bucket holds
 /// what fits none (misses at every capacity, first references included).
@@ -20,6 +20,8 @@ pub struct CurveCounts {
     pub bytes_hit: Vec<u64>,
     pub commands: u64,
     pub commands_served: Vec<u64>,
+    pub round_trips: u64,
+    pub round_trips_saved: Vec<u64>,
     /// hits per window, at every `window_stride`-th capacity: `window_capacities().len() + 1` buckets each,
     /// windows one after another.
     pub window_hits: Vec<u64>,
@@ -38,6 +40,7 @@ pub struct LruCurve {
     /// The command being counted, and the bucket of its deepest lookup so far.
     open_req: Option<u64>,
     open_req_bucket: usize,
+    trips: RoundTrips,
     last_restart: Option<i64>,
 }
 
@@ -61,12 +64,14 @@ impl LruCurve {
                 hits: vec![0; buckets],
                 bytes_hit: vec![0; buckets],
                 commands_served: vec![0; buckets],
+                round_trips_saved: vec![0; buckets],
                 ..CurveCounts::default()
             },
             open_window: vec![0; window_buckets],
             open_window_lookups: 0,
             open_req: None,
             open_req_bucket: 0,
+            trips: RoundTrips::default(),
             last_restart: None,
             capacities,
             unit,
@@ -118,6 +123,11 @@ impl LruCurve {
         if self.open_window_lookups > 0 {
             counts.window_hits.extend_from_slice(&self.open_window);
         }
+        let trips = self.trips.counts();
+        counts.round_trips += trips.round_trips;
+        for (bucket, n) in trips.served_by_bucket.iter().enumerate() {
+            counts.round_trips_saved[bucket] += n;
+        }
         counts
     }
 
@@ -166,6 +176,13 @@ impl Observer for LruCurve {
         } else {
             self.open_req_bucket = self.open_req_bucket.max(bucket);
         }
+        match ev.round_trip(i) {
+            Some((conn, batch)) => self.trips.note(conn, batch, Some(bucket as u32)),
+            None => {
+                c.round_trips += 1;
+                c.round_trips_saved[bucket] += 1;
+            }
+        }
         let column = if bucket == miss { self.open_window.len() - 1 } else { bucket.div_ceil(self.window_stride) };
         self.open_window[column] += 1;
         self.open_window_lookups += 1;
@@ -176,6 +193,12 @@ impl Observer for LruCurve {
 
     fn invalidate(&mut self, key: u64) {
         self.stack.remove(key);
+    }
+
+    fn change(&mut self, ev: &Events, i: usize) {
+        if let Some((conn, batch)) = ev.round_trip(i) {
+            self.trips.note(conn, batch, None);
+        }
     }
 }
 

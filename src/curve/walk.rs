@@ -12,6 +12,8 @@ pub trait Observer {
     fn read(&mut self, ev: &Events, i: usize, opts: &Options);
     /// A key the trace wrote or deleted leaves every cache (an invalidation).
     fn invalidate(&mut self, key: u64);
+    /// Event `i` writes or deletes (whatever the write mode): its round trip goes to Redis.
+    fn change(&mut self, _ev: &Events, _i: usize) {}
 }
 
 /// Feeds `ev` to `o`; `last_restart` is the observer's own restart clock, kept between batches.
@@ -36,6 +38,7 @@ pub fn walk<O: Observer>(o: &mut O, last_restart: &mut Option<i64>, ev: &Events,
         match ev.op(i) {
             OP_READ => o.read(ev, i, opts),
             op => {
+                o.change(ev, i);
                 let invalidates = match opts.writes {
                     WriteMode::Ignore => false,
                     WriteMode::Update => op != OP_WRITE,

@@ -4,11 +4,14 @@
 //! message or a shared TTL does (a pod that never cached the key does nothing with it). The fleet's timeline
 //! counts windows of the fleet's lookups: each batch is cut at the window boundaries before it is shared out,
 //! so the hits of a window are the sum of what every pod hit in it.
+//!
+//! Commands served and round trips saved are the fleet's, not sums over pods: a sharded route sends the
+//! lookups of one MGET, or of one batch, to several pods, and the request is served only if all of them hit.
 
 use super::route::{Route, Router};
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
-use crate::sim::{Counters, Membership, Run};
+use crate::sim::{Counters, Membership, RoundTrips, Run};
 use crate::trace::reader::OP_READ;
 
 pub struct Fleet {
@@ -30,6 +33,28 @@ pub struct Fleet {
     scratch: Vec<Vec<u32>>,
     /// The pods' clock runs this many times faster than the trace's (1: the trace's own).
     time_factor: u32,
+    served: Served,
+    /// The events of the batch being shared out that hit, from every pod, and as flags by event.
+    hit_indices: Vec<u32>,
+    hit_flags: Vec<bool>,
+}
+
+/// The fleet's commands served and round trips saved (see the module comment).
+#[derive(Default)]
+struct Served {
+    round_trips: RoundTrips,
+    commands: RoundTrips,
+    /// Lookups of a trace that numbers no commands, each a command and a round trip of its own, and those hit.
+    lone: (u64, u64),
+}
+
+/// The fleet's own counts of requests: commands and round trips, and those served whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FleetServed {
+    pub commands: u64,
+    pub commands_served: u64,
+    pub round_trips: u64,
+    pub round_trips_saved: u64,
 }
 
 impl Fleet {
@@ -54,7 +79,8 @@ impl Fleet {
                 return Err("a rolling restart must take less time than the interval between restarts".into());
             }
         }
-        let runs = (0..pods).map(|_| Run::new(policy, capacity, unit, params, None)).collect::<Result<Vec<_>, _>>()?;
+        let mut runs = (0..pods).map(|_| Run::new(policy, capacity, unit, params, None)).collect::<Result<Vec<_>, _>>()?;
+        runs.iter_mut().for_each(Run::log_hits);
         let pod_opts = (0..pods)
             .map(|p| {
                 let mut o = opts.clone();
@@ -80,6 +106,9 @@ impl Fleet {
             open_lookups: 0,
             scratch: (0..pods).map(|_| Vec::new()).collect(),
             time_factor: 1,
+            served: Served::default(),
+            hit_indices: Vec::new(),
+            hit_flags: Vec::new(),
         })
     }
 
@@ -150,8 +179,9 @@ impl Fleet {
     /// A pod for a client host seen for the first time (the client route).
     fn grow_to(&mut self, pods: usize) {
         while self.pods.len() < pods {
-            let run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
+            let mut run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
                 .expect("the fleet's first pods were built with the same arguments");
+            run.log_hits();
             self.pods.push(run);
             // The client route has no rolling restart (refused in `new`): a new pod's options are the fleet's.
             self.pod_opts.push(self.template.clone());
@@ -182,9 +212,48 @@ impl Fleet {
             let before = run.hits();
             run.process_only(ev, share, members, opts, first_ts);
             hits += run.hits() - before;
+            run.take_hits(&mut self.hit_indices);
             share.clear();
         }
+        self.count_served(ev, start, end);
         hits
+    }
+
+    /// Follows the commands and round trips of events `start..end`, whose hits the pods have logged.
+    fn count_served(&mut self, ev: &Events, start: usize, end: usize) {
+        self.hit_flags.clear();
+        self.hit_flags.resize(end - start, false);
+        for &i in &self.hit_indices {
+            self.hit_flags[i as usize - start] = true;
+        }
+        self.hit_indices.clear();
+        let s = &mut self.served;
+        for i in start..end {
+            // As a run notes them: bucket 0 for a hit, 1 for a miss; None for a write or delete.
+            let lookup = (ev.op(i) == OP_READ).then(|| u32::from(!self.hit_flags[i - start]));
+            match ev.round_trip(i) {
+                Some((conn, batch)) => s.round_trips.note(conn, batch, lookup),
+                None if lookup.is_some() => {
+                    s.lone.0 += 1;
+                    s.lone.1 += u64::from(lookup == Some(0));
+                }
+                None => {}
+            }
+            if let (Some(req), Some(_)) = (ev.req(i), lookup) {
+                s.commands.note(0, req, lookup);
+            }
+        }
+    }
+
+    /// The fleet's commands served and round trips saved.
+    pub fn served(&self) -> FleetServed {
+        let (trips, commands, lone) = (self.served.round_trips.counts(), self.served.commands.counts(), self.served.lone);
+        FleetServed {
+            commands: commands.round_trips + lone.0,
+            commands_served: commands.served_up_to(0) + lone.1,
+            round_trips: trips.round_trips + lone.0,
+            round_trips_saved: trips.served_up_to(0) + lone.1,
+        }
     }
 
     /// Each pod's counters.

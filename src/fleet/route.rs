@@ -1,15 +1,17 @@
 //! Which pod serves a lookup.
 //!
 //! Replicated routes spread *requests* over identical pods, as a load balancer does: every lookup of one
-//! request (here, one command: the trace's `req`) goes to the same pod. `random` picks the pod by a seeded
-//! hash of the request, `round-robin` takes the pods in turn. The sharded route `entity` gives every entity
+//! request goes to the same pod. A request is a batch (the commands a connection sent before waiting for
+//! replies: one prediction request of the service) when the trace knows batches, else a command (the trace's
+//! `req`), else a lookup. `random` picks the pod by a seeded hash of the request, `round-robin` takes the pods
+//! in turn. Sharded routes go by lookup: each lookup to its owner, so one batch may reach several pods. The sharded route `entity` gives every entity
 //! (the Redis key) one owner pod by jump consistent hashing (Lamping and Veach, "A Fast, Minimal Memory,
 //! Consistent Hash Algorithm", 2014), so a lookup goes to its entity's owner and going from N to N + 1 pods
 //! moves about 1 / (N + 1) of the entities. `key-pattern` does the same with an application id taken from
 //! each key (`pattern.rs`): every entity of one merchant, say, on one pod. `client` gives every client host of the trace a pod of its own:
 //! each service host's cache sees exactly the lookups that host made.
 
-use crate::hash::mix64;
+use crate::hash::{mix64, KeyMap};
 use crate::sim::events::Events;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +51,8 @@ impl Route {
 pub struct Router {
     pub route: Route,
     pods: u32,
-    /// The request being routed and its pod (replicated routes).
-    open: Option<(u64, u32)>,
+    /// Each connection's request being routed, and its pod (round-robin).
+    open: KeyMap<(u64, u32)>,
     next_pod: u32,
     /// Requests without an index (each lookup its own): a running count stands in.
     unnumbered: u64,
@@ -58,7 +60,7 @@ pub struct Router {
 
 impl Router {
     pub fn new(route: Route, pods: u32) -> Router {
-        Router { route, pods, open: None, next_pod: 0, unnumbered: 0 }
+        Router { route, pods, open: KeyMap::default(), next_pod: 0, unnumbered: 0 }
     }
 
     /// The pod of read `i`. Under `client` it is the client's index, whatever the number of pods so far.
@@ -73,26 +75,37 @@ impl Router {
         match self.route {
             Route::Entity => jump_hash(mix64(ev.entity(i)), self.pods),
             Route::KeyPattern => jump_hash(mix64(ev.shard(i).expect("the key-pattern route needs the shards column")), self.pods),
-            replicated => {
-                let request = ev.req(i).unwrap_or_else(|| {
-                    self.unnumbered += 1;
-                    self.unnumbered
-                });
-                if let Some((_, pod)) = self.open.filter(|&(r, _)| r == request) {
-                    return pod;
-                }
-                let pod = match replicated {
-                    Route::Random { seed } => (mix64(request ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)) % u64::from(self.pods)) as u32,
-                    _ => {
-                        let p = self.next_pod;
-                        self.next_pod = (self.next_pod + 1) % self.pods;
-                        p
-                    }
+            Route::Random { seed } => {
+                let request = match self.request(ev, i) {
+                    (u64::MAX, r) => r,
+                    (conn, batch) => mix64(conn).wrapping_add(batch),
                 };
-                self.open = Some((request, pod));
+                (mix64(request ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)) % u64::from(self.pods)) as u32
+            }
+            _ => {
+                let (conn, request) = self.request(ev, i);
+                if let Some(&(r, pod)) = self.open.get(&conn) {
+                    if r == request {
+                        return pod;
+                    }
+                }
+                let pod = self.next_pod;
+                self.next_pod = (self.next_pod + 1) % self.pods;
+                self.open.insert(conn, (request, pod));
                 pod
             }
         }
+    }
+}
+
+impl Router {
+    /// The request of read `i` as (connection, request on it): its batch, else its command (connection
+    /// `u64::MAX`), else a running count (each lookup a request of its own).
+    fn request(&mut self, ev: &Events, i: usize) -> (u64, u64) {
+        ev.round_trip(i).unwrap_or_else(|| {
+            self.unnumbered += 1;
+            (u64::MAX, self.unnumbered)
+        })
     }
 }
 

@@ -100,6 +100,7 @@ impl RowBatch {
         self.ts_ns.extend_from_slice(&src.ts_ns[a..b]);
         self.conn.extend_from_slice(&src.conn[a..b]);
         self.req.extend_from_slice(&src.req[a..b]);
+        self.batch.extend_from_slice(&src.batch[a..b]);
         self.op.extend_from_slice(&src.op[a..b]);
         self.cmd.extend_from_slice(&src.cmd[a..b]);
         let key_base = self.key_data.len() as i64 - src.key_offsets[a];
@@ -121,6 +122,7 @@ impl RowBatch {
             self.ts_ns.push(src.ts_ns[i]);
             self.conn.push(src.conn[i]);
             self.req.push(src.req[i]);
+            self.batch.push(src.batch[i]);
             self.op.push(src.op[i]);
             self.cmd.push(src.cmd[i]);
             let (k0, k1) = (src.key_offsets[i] as usize, src.key_offsets[i + 1] as usize);

@@ -144,6 +144,7 @@ fn rows_from(t0: i64, n: usize) -> crate::parse::RowBatch {
         b.ts_ns.push(t0 + i as i64);
         b.conn.push(0);
         b.req.push(i as u64);
+        b.batch.push(0);
         b.op.push(0);
         b.cmd.push(0);
         b.key_data.push(b'k');

@@ -24,6 +24,8 @@ pub struct RowBatch {
     pub ts_ns: Vec<i64>,
     pub conn: Vec<u32>,
     pub req: Vec<u64>,
+    /// The round trip the command was sent in: its ordinal on its connection (`resp::Command::batch`).
+    pub batch: Vec<u64>,
     pub op: Vec<u8>,
     /// Index into `RowBuilder::cmd_names`.
     pub cmd: Vec<u16>,
@@ -60,6 +62,7 @@ impl RowBatch {
             ts_ns: Vec::with_capacity(rows),
             conn: Vec::with_capacity(rows),
             req: Vec::with_capacity(rows),
+            batch: Vec::with_capacity(rows),
             op: Vec::with_capacity(rows),
             cmd: Vec::with_capacity(rows),
             key_offsets: Vec::with_capacity(rows + 1),
@@ -261,7 +264,7 @@ impl RowBuilder {
             Op::Write => OP_WRITE,
             _ => OP_DELETE,
         };
-        self.fill_command_columns(Row { ts: c.ts_ns, conn, req, op, cmd, latency, error });
+        self.fill_command_columns(Row { ts: c.ts_ns, conn, req, batch: c.batch, op, cmd, latency, error });
     }
 
     /// The columns all rows of a command share, filled in once its rows are pushed (a fill of n equal
@@ -272,6 +275,7 @@ impl RowBuilder {
         b.ts_ns.resize(n, row.ts);
         b.conn.resize(n, row.conn);
         b.req.resize(n, row.req);
+        b.batch.resize(n, row.batch);
         b.op.resize(n, row.op);
         b.cmd.resize(n, row.cmd);
         b.latency_ns.resize(n, row.latency);
@@ -439,6 +443,7 @@ struct Row {
     ts: i64,
     conn: u32,
     req: u64,
+    batch: u64,
     op: u8,
     cmd: u16,
     latency: i64,

@@ -20,6 +20,8 @@ pub struct Command<'a> {
     pub reply_ts_ns: Option<i64>,
     /// The command was inline (`PING\r\n`, as telnet sends), not a RESP array.
     pub inline: bool,
+    /// The batch the client sent it in: its ordinal among the connection's round trips, from 0 (see `batch`).
+    pub batch: u64,
 }
 
 /// A summary of a reply: its kind and sizes, never its values (field names of HGETALL aside, which are keys).

@@ -14,6 +14,7 @@
 //! commands up to 64 KiB) so that hostile bytes are refused before anything is allocated.
 
 mod arena;
+mod batch;
 mod command;
 mod error_code;
 mod inline;

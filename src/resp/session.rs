@@ -41,6 +41,7 @@
 use std::collections::VecDeque;
 
 use super::arena::ArgsView;
+use super::batch::Batches;
 use super::command::Command;
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
@@ -65,6 +66,8 @@ struct Pending {
     wait: Wait,
     reply: Stored,
     reply_ts: Option<i64>,
+    /// The batch it was sent in (`batch`).
+    batch: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,6 +164,7 @@ pub struct Session {
     seen_request: bool,
     /// The connection is TLS: its bytes are not read.
     encrypted: bool,
+    batches: Batches,
 }
 
 impl Session {
@@ -210,6 +214,7 @@ impl Session {
             request_lost: false,
             seen_request: false,
             encrypted: false,
+            batches: Batches::default(),
         }
     }
 
@@ -371,9 +376,11 @@ impl Session {
     }
 
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
+        let paired = self.pairing == Pairing::Synced;
+        let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
         if cmd.elided > 0 && mode_unknown(self.args_of(&cmd)) {
             // Whether the server replies to it (and to what follows) is unknown: a loss of the pairing.
-            let p = Pending { cmd, class: Class::Other, wait: Wait::Done, reply: Stored::Unknown, reply_ts: None };
+            let p = Pending { cmd, class: Class::Other, wait: Wait::Done, reply: Stored::Unknown, reply_ts: None, batch };
             self.prev_end = self.prev_end.max(cmd.end_ts);
             self.queue.push_back(p);
             self.commands_lost(out);
@@ -383,7 +390,7 @@ impl Session {
         }
         let class = classify(self.args_of(&cmd));
         let expects = self.expects_reply(class);
-        let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None };
+        let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None, batch };
         if !expects {
             p.wait = Wait::Done;
             p.reply = Stored::NoReply;
@@ -573,6 +580,9 @@ impl Session {
         }
         // Counted once parsed: nothing on the request side reads it meanwhile.
         self.reply_bytes += pos as u64;
+        if frames > 0 {
+            self.batches.frame_completed(self.reply_bytes);
+        }
         pos
     }
 
@@ -883,6 +893,7 @@ impl Session {
             reply: self.replies.public(p.reply),
             reply_ts_ns: if known { p.reply_ts } else { None },
             inline: p.cmd.inline,
+            batch: p.batch,
         };
         out(&command);
     }

@@ -12,6 +12,8 @@ pub struct Columns {
     value_sizes: Vec<u32>,
     key_bytes: Vec<u32>,
     reqs: Vec<u64>,
+    conns: Vec<u64>,
+    batches: Vec<u64>,
     ts_ns: Vec<i64>,
     clients: Vec<u32>,
     shards: Vec<u64>,
@@ -26,6 +28,8 @@ impl Columns {
         if let Some(x) = ev.value_sizes { self.value_sizes.push(x[i]) }
         if let Some(x) = ev.key_bytes { self.key_bytes.push(x[i]) }
         if let Some(x) = ev.reqs { self.reqs.push(x[i]) }
+        if let Some(x) = ev.conns { self.conns.push(x[i]) }
+        if let Some(x) = ev.batches { self.batches.push(x[i]) }
         if let Some(x) = ev.ts_ns { self.ts_ns.push(x[i]) }
         if let Some(x) = ev.clients { self.clients.push(x[i]) }
         if let Some(x) = ev.shards { self.shards.push(x[i]) }
@@ -49,6 +53,8 @@ impl Columns {
             value_sizes: like.value_sizes.map(|_| &self.value_sizes[..]),
             key_bytes: like.key_bytes.map(|_| &self.key_bytes[..]),
             reqs: like.reqs.map(|_| &self.reqs[..]),
+            conns: like.conns.map(|_| &self.conns[..]),
+            batches: like.batches.map(|_| &self.batches[..]),
             ts_ns: like.ts_ns.map(|_| &self.ts_ns[..]),
             clients: like.clients.map(|_| &self.clients[..]),
             shards: like.shards.map(|_| &self.shards[..]),

@@ -1,5 +1,6 @@
 //! A batch of trace events as borrowed columns. Only `keys` is required: without `ops` every event is a
-//! read, without `reqs` every read is a command of its own, without sizes every entry weighs 1.
+//! read, without `reqs` every read is a command of its own, without `batches` every command is a round trip
+//! of its own, without sizes every entry weighs 1.
 
 use crate::trace::reader::OP_READ;
 
@@ -15,6 +16,10 @@ pub struct Events<'a> {
     pub value_sizes: Option<&'a [u32]>,
     pub key_bytes: Option<&'a [u32]>,
     pub reqs: Option<&'a [u64]>,
+    /// The connection of each event (any number naming it) and the batch it was sent in on that connection
+    /// (its round trip): given together or not at all.
+    pub conns: Option<&'a [u64]>,
+    pub batches: Option<&'a [u64]>,
     pub ts_ns: Option<&'a [i64]>,
     /// The client host of each event, as a small index stable within the trace (for routing by client).
     pub clients: Option<&'a [u32]>,
@@ -45,6 +50,8 @@ impl<'a> Events<'a> {
             ("value_sizes", self.value_sizes.map(<[u32]>::len)),
             ("key_bytes", self.key_bytes.map(<[u32]>::len)),
             ("reqs", self.reqs.map(<[u64]>::len)),
+            ("conns", self.conns.map(<[u64]>::len)),
+            ("batches", self.batches.map(<[u64]>::len)),
             ("ts_ns", self.ts_ns.map(<[i64]>::len)),
             ("clients", self.clients.map(<[u32]>::len)),
             ("shards", self.shards.map(<[u64]>::len)),
@@ -54,12 +61,15 @@ impl<'a> Events<'a> {
                 return Err(format!("{len} values in column {name} for {n} events"));
             }
         }
+        if self.conns.is_some() != self.batches.is_some() {
+            return Err("batches and their connections go together".into());
+        }
         Ok(())
     }
 
     /// Only reads, nothing but keys (and perhaps times): the plain fast path applies.
     pub fn is_plain(&self) -> bool {
-        self.ops.is_none() && self.value_sizes.is_none() && self.reqs.is_none()
+        self.ops.is_none() && self.value_sizes.is_none() && self.reqs.is_none() && self.batches.is_none()
     }
 
     #[inline]
@@ -85,6 +95,17 @@ impl<'a> Events<'a> {
     #[inline]
     pub fn req(&self, i: usize) -> Option<u64> {
         self.reqs.map(|r| r[i])
+    }
+    /// The round trip of event `i`, as (connection, batch): its batch when the trace knows batches, else its
+    /// command (a command's rows are contiguous, so one connection stands for all); None when every lookup is
+    /// a round trip of its own.
+    #[inline]
+    pub fn round_trip(&self, i: usize) -> Option<(u64, u64)> {
+        match (self.conns, self.batches, self.reqs) {
+            (Some(c), Some(b), _) => Some((c[i], b[i])),
+            (_, _, Some(r)) => Some((u64::MAX, r[i])),
+            _ => None,
+        }
     }
     #[inline]
     pub fn ts(&self, i: usize) -> Option<i64> {

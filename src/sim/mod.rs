@@ -7,11 +7,13 @@ mod columns;
 pub mod events;
 mod membership;
 pub mod options;
+mod round_trips;
 mod run;
 
 pub use columns::Columns;
 pub use events::Events;
 pub use options::{Options, Unit, WriteMode};
+pub use round_trips::{RoundTripCounts, RoundTrips};
 pub use run::{Counters, Run};
 pub(crate) use membership::Membership;
 pub(crate) use run::next_restart;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::events::{Events, UNKNOWN_SIZE};
 use super::membership::Membership;
+use super::round_trips::RoundTrips;
 use super::options::{Options, Unit, WriteMode};
 use crate::hash::{KeyMap, KeySet};
 use crate::policy::{AnyPolicy, Params, Policy, WTinyLfu};
@@ -20,9 +21,13 @@ pub struct Counters {
     /// Value bytes of lookups whose size is known, and of those that hit.
     pub bytes_looked_up: u64,
     pub bytes_hit: u64,
-    /// Commands with at least one lookup, and those whose every lookup hit (a Redis round trip saved).
+    /// Commands with at least one lookup, and those whose every lookup hit.
     pub commands: u64,
     pub commands_served: u64,
+    /// Round trips to Redis with at least one lookup (batches: the commands a connection sent before waiting
+    /// for replies), and those the cache would have saved (`round_trips`).
+    pub round_trips: u64,
+    pub round_trips_saved: u64,
     /// Entries pushed out by the policy to admit others (candidates refused admission included).
     pub evictions: u64,
     /// Entries removed because the trace wrote or deleted them.
@@ -55,6 +60,9 @@ struct RunState {
     /// The command whose lookups are being counted, and whether all of them hit so far.
     open_req: Option<u64>,
     open_req_all_hit: bool,
+    trips: RoundTrips,
+    /// The indices of the events that hit, when the caller asked for them (`log_hits`).
+    hit_log: Option<Vec<u32>>,
     dirty: KeySet,
     ttl: Ttl,
     last_restart: Option<i64>,
@@ -91,7 +99,23 @@ impl Run {
             c.commands += 1;
             c.commands_served += u64::from(self.st.open_req_all_hit);
         }
+        let trips = self.st.trips.counts();
+        c.round_trips += trips.round_trips;
+        c.round_trips_saved += trips.served_up_to(0);
         c
+    }
+
+    /// Keep the index of every lookup that hits in the events given (a fleet tells from them which requests
+    /// its pods served whole).
+    pub fn log_hits(&mut self) {
+        self.st.hit_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The indices logged since the last call (see `log_hits`).
+    pub fn take_hits(&mut self, into: &mut Vec<u32>) {
+        if let Some(log) = &mut self.st.hit_log {
+            into.append(log);
+        }
     }
 
     pub fn resident(&self) -> usize {
@@ -133,11 +157,14 @@ impl Run {
                 }
             }
         });
-        // Every plain lookup is a command of its own, served when it hits.
-        let n = keys.len() as u64;
-        self.st.counters.lookups += n;
-        self.st.counters.commands += n;
-        self.st.counters.commands_served = self.st.counters.commands_served + self.st.counters.hits - hits_before;
+        // Every plain lookup is a command and a round trip of its own, served when it hits.
+        let (n, served) = (keys.len() as u64, self.st.counters.hits - hits_before);
+        let c = &mut self.st.counters;
+        c.lookups += n;
+        c.commands += n;
+        c.commands_served += served;
+        c.round_trips += n;
+        c.round_trips_saved += served;
     }
 
     /// Any events, any options. `first_ts` is the trace's first time (for `restart_every`).
@@ -311,6 +338,9 @@ impl RunState {
             self.counters.bytes_looked_up += u64::from(value);
         }
         if hit {
+            if let Some(log) = &mut self.hit_log {
+                log.push(i as u32);
+            }
             self.counters.hits += 1;
             self.counters.bytes_hit += u64::from(known_value);
             self.open_window_hits += 1;
@@ -328,6 +358,13 @@ impl RunState {
             self.counters.commands += 1;
             self.counters.commands_served += u64::from(hit);
         }
+        match ev.round_trip(i) {
+            Some((conn, batch)) => self.trips.note(conn, batch, Some(u32::from(!hit))),
+            None => {
+                self.counters.round_trips += 1;
+                self.counters.round_trips_saved += u64::from(hit);
+            }
+        }
         self.open_window_lookups += 1;
         if self.open_window_lookups == opts.window {
             self.close_window();
@@ -338,6 +375,9 @@ impl RunState {
     fn write<P: Policy>(&mut self, p: &mut P, ev: &Events, i: usize, is_write: bool, members: &Membership,
                         opts: &Options) {
         let key = ev.keys[i];
+        if let Some((conn, batch)) = ev.round_trip(i) {
+            self.trips.note(conn, batch, None);
+        }
         let whole_key = ev.field(i) == 0;
         let targets = std::iter::once(key).chain(if whole_key { members.entity_members(ev.entity(i)) } else { &[] }.iter().copied());
         match opts.writes {

@@ -1,0 +1,131 @@
+//! Round trips to Redis saved by the cache: a batch (the commands a connection sent before waiting for their
+//! replies) is served from the cache only when every lookup of every command in it hits, and when it writes
+//! or deletes nothing (a write goes to Redis whatever the cache holds).
+//!
+//! The rows of a batch are not contiguous in a trace in send order (another connection's commands can come
+//! between two parts of a pipeline), so each connection has its batch open until its next batch begins.
+
+use crate::hash::KeyMap;
+
+/// Round trips with at least one lookup, and those served whole by the bucket of their worst lookup (see
+/// `RoundTrips::note`); a round trip that writes is served in none.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoundTripCounts {
+    pub round_trips: u64,
+    pub served_by_bucket: Vec<u64>,
+}
+
+impl RoundTripCounts {
+    /// Round trips served when the lookups of buckets `0..=bucket` hit.
+    pub fn served_up_to(&self, bucket: usize) -> u64 {
+        self.served_by_bucket.iter().take(bucket + 1).sum()
+    }
+
+    fn close(&mut self, b: Open) {
+        if !b.lookups {
+            return;
+        }
+        self.round_trips += 1;
+        if !b.changes {
+            let worst = b.worst as usize;
+            if self.served_by_bucket.len() <= worst {
+                self.served_by_bucket.resize(worst + 1, 0);
+            }
+            self.served_by_bucket[worst] += 1;
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Open {
+    batch: u64,
+    lookups: bool,
+    worst: u32,
+    changes: bool,
+}
+
+impl Open {
+    fn new(batch: u64) -> Open {
+        Open { batch, lookups: false, worst: 0, changes: false }
+    }
+}
+
+/// Follows each connection's open batch. A lookup is noted with a bucket: 0 for a hit and 1 for a miss in
+/// one run; the capacity it first fits at in a curve, where a batch is served at every capacity its worst
+/// lookup fits.
+#[derive(Default)]
+pub struct RoundTrips {
+    open: KeyMap<Open>,
+    /// The connection of the latest event and its batch (most events follow one of the same connection).
+    last: Option<(u64, Open)>,
+    closed: RoundTripCounts,
+}
+
+impl RoundTrips {
+    /// A lookup (`Some(bucket)`) or a write or delete (`None`) of batch `batch` on connection `conn`.
+    #[inline]
+    pub fn note(&mut self, conn: u64, batch: u64, lookup: Option<u32>) {
+        let mut cur = match self.last {
+            Some((c, open)) if c == conn => open,
+            last => {
+                if let Some((c, open)) = last {
+                    self.open.insert(c, open);
+                }
+                self.open.remove(&conn).unwrap_or(Open::new(batch))
+            }
+        };
+        if cur.batch != batch {
+            self.closed.close(cur);
+            cur = Open::new(batch);
+        }
+        match lookup {
+            Some(bucket) => {
+                cur.lookups = true;
+                cur.worst = cur.worst.max(bucket);
+            }
+            None => cur.changes = true,
+        }
+        self.last = Some((conn, cur));
+    }
+
+    /// The counts so far, the batches still open included (the input may end in the middle of none).
+    pub fn counts(&self) -> RoundTripCounts {
+        let mut c = self.closed.clone();
+        self.open.values().chain(self.last.iter().map(|(_, o)| o)).for_each(|&b| c.close(b));
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_saved_only_when_every_lookup_hits_and_nothing_is_written() {
+        let (hit, miss) = (Some(0), Some(1));
+        let mut r = RoundTrips::default();
+        // Connection 1: batch 0 all hits, interleaved with connection 2's batch 0 (one miss).
+        r.note(1, 0, hit);
+        r.note(2, 0, hit);
+        r.note(1, 0, hit);
+        r.note(2, 0, miss);
+        // Connection 1, batch 1: hits and a write.
+        r.note(1, 1, hit);
+        r.note(1, 1, None);
+        // Connection 3: only writes, no round trip counted.
+        r.note(3, 0, None);
+        r.note(1, 2, hit);
+        let c = r.counts();
+        assert_eq!((c.round_trips, c.served_up_to(0)), (4, 2));
+    }
+
+    #[test]
+    fn a_batch_is_served_at_the_bucket_of_its_worst_lookup() {
+        let mut r = RoundTrips::default();
+        [2, 0, 5].into_iter().for_each(|b| r.note(7, 0, Some(b)));
+        r.note(7, 1, Some(1));
+        let c = r.counts();
+        assert_eq!(c.round_trips, 2);
+        assert_eq!((c.served_up_to(1), c.served_up_to(4), c.served_up_to(5)), (1, 1, 2));
+    }
+}
