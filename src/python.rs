@@ -430,6 +430,11 @@ impl Simulation {
                 let per_pod = f.pods().iter().map(|r| run_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
                 d.set_item("per_pod", per_pod)?;
                 d.set_item("window_hits", f.window_hits().into_pyarray(py))?;
+                let spread: Vec<f32> = f.window_spread().concat();
+                let windows = spread.len() / 3;
+                let spread = numpy::ndarray::Array2::from_shape_vec((windows, 3), spread)
+                    .map_err(|e| value_err(e.to_string()))?;
+                d.set_item("window_spread", spread.into_pyarray(py))?;
                 let s = f.served();
                 let served = PyDict::new(py);
                 served.set_item("commands", s.commands)?;

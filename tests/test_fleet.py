@@ -50,6 +50,24 @@ def test_the_pods_lookups_add_up_to_the_fleets(trace, route):
                                                                                         7: result.trace.lookups}
 
 
+def test_the_timeline_gives_the_spread_of_the_pods_in_every_window(trace):
+    path, _ = trace
+    result = cachescope.simulate_trace(path, lru=[10], pods="1,7", route="entity", window=200)
+    tl = result.timeline
+    fleets = tl[tl["pod_hit_rate_min"].notna()]
+    assert set(fleets["run"]) == {0, 1} and tl[tl["policy"] == "infinite"]["pod_hit_rate_min"].isna().all()
+    eps = 1e-6  # the spread is kept as 32-bit floats
+    for run, rows in fleets.groupby("run"):
+        assert len(rows) == len(tl[tl["run"] == run])
+        # The fleet's window hit rate is a lookup-weighted mean of its pods' rates: within their range.
+        assert ((rows["pod_hit_rate_min"] <= rows["hit_rate"] + eps) & (rows["hit_rate"] <= rows["pod_hit_rate_max"] + eps)).all()
+        assert ((rows["pod_hit_rate_min"] <= rows["pod_hit_rate_median"]) & (rows["pod_hit_rate_median"] <= rows["pod_hit_rate_max"])).all()
+        if result.summary.loc[run, "pods"] == 1:
+            assert (abs(rows["pod_hit_rate_max"] - rows["hit_rate"]) < eps).all()
+        else:
+            assert (rows["pod_hit_rate_max"] - rows["pod_hit_rate_min"] > 0.05).any()
+
+
 def test_round_robin_pods_are_lrus_over_their_own_commands(trace):
     path, events = trace
     pods, capacity = 4, 6

@@ -1,4 +1,5 @@
-"""The hit-rate-over-time picture: one line per policy and capacity, the infinite cache as the bound."""
+"""The hit-rate-over-time picture: one line per policy and capacity, the infinite cache as the bound, and for
+a fleet a band from its lowest to its highest pod hit rate."""
 
 from __future__ import annotations
 
@@ -38,15 +39,20 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
         policy, capacity = run["policy"].iloc[0], run["capacity"].iloc[0]
         final = run["cumulative_hit_rate"].iloc[-1] * 100
         is_bound = policy == INFINITE.name
-        ax.plot(
+        band = "pod_hit_rate_min" in run and run["pod_hit_rate_min"].notna().any()
+        line, = ax.plot(
             run[x_col] / x_scale,
             run["hit_rate"] * 100,
             label=f"{'infinite (bound)' if is_bound else _name(policy, capacity, units[index], fleets.get(index))}: "
-                  f"{final:.1f}% overall",
+                  f"{final:.1f}% overall" + ("; shaded: lowest to highest pod" if band else ""),
             color="0.45" if is_bound else None,
             linestyle="--" if is_bound else "-",
             linewidth=1.2 if is_bound else 1.6,
         )
+        if band:
+            # A fleet's pods: the band from its lowest to its highest pod hit rate in each window.
+            ax.fill_between(run[x_col] / x_scale, run["pod_hit_rate_min"] * 100, run["pod_hit_rate_max"] * 100,
+                            color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_ylim(0, 100)
     ax.set_xlim(left=0)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v == int(v) else f"{v:,.1f}"))

@@ -138,8 +138,9 @@ class SimulationResult:
             hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
         runs_and_bound = rows + [dict(bound, policy=INFINITE.name)]
         factors = {i: f.get("time_factor", 1) for i, f in enumerate(fleets, start=len(native))}
+        spreads = {i: f["window_spread"] for i, f in enumerate(fleets, start=len(native))}
         timeline = lambda: _what_ifs_on_their_clock(  # noqa: E731
-            _timeline_frame(runs_and_bound, ends, ts, hits, first_ts), factors, first_ts)
+            _timeline_frame(runs_and_bound, ends, ts, hits, first_ts, spreads), factors, first_ts)
         summary = rows
         restarts = list(bound["restart_times"])  # the same for every run
         if ts is not None and rows:
@@ -286,7 +287,9 @@ def _summary_row(r: dict, unit: str) -> dict:
     return row
 
 
-def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts) -> pd.DataFrame:
+def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts, spreads: dict) -> pd.DataFrame:
+    """One row per run and window; a fleet's rows also have the lowest, median and highest hit rate among its
+    pods in the window (`spreads`, by run index), NaN for other runs."""
     import pandas as pd
     window_lookups = np.diff(ends, prepend=np.uint64(0)).astype(np.int64)
     frames = []
@@ -309,6 +312,10 @@ def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts) -> pd.DataFrame:
         if ts is not None:
             frame.insert(4, "ts_ns", ts)
             frame.insert(5, "seconds", (ts - first_ts) / 1e9)
+        spread = spreads.get(index)
+        if spread is not None and len(spread) == len(frame):
+            for k, name in enumerate(("pod_hit_rate_min", "pod_hit_rate_median", "pod_hit_rate_max")):
+                frame[name] = spread[:, k].astype(float)
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
     out["capacity"] = out["capacity"].astype("Int64")

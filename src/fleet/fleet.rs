@@ -9,6 +9,7 @@
 //! lookups of one MGET, or of one batch, to several pods, and the request is served only if all of them hit.
 
 use super::route::{Route, Router};
+use super::spread::Spread;
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
 use crate::sim::{Counters, Membership, RoundTrips, Run};
@@ -29,6 +30,7 @@ pub struct Fleet {
     window_hits: Vec<u64>,
     open_hits: u64,
     open_lookups: u64,
+    spread: Spread,
     /// Each pod's share of the events being handed out, as indices into the batch.
     scratch: Vec<Vec<u32>>,
     /// The pods' clock runs this many times faster than the trace's (1: the trace's own).
@@ -104,6 +106,7 @@ impl Fleet {
             window_hits: Vec::new(),
             open_hits: 0,
             open_lookups: 0,
+            spread: Spread::default(),
             scratch: (0..pods).map(|_| Vec::new()).collect(),
             time_factor: 1,
             served: Served::default(),
@@ -171,6 +174,7 @@ impl Fleet {
                 self.window_hits.push(self.open_hits);
                 self.open_hits = 0;
                 self.open_lookups = 0;
+                self.spread.close_window();
             }
             start = end;
         }
@@ -205,13 +209,15 @@ impl Fleet {
             }
         }
         let mut hits = 0;
-        for ((run, share), opts) in self.pods.iter_mut().zip(&mut self.scratch).zip(&self.pod_opts) {
+        for (pod, ((run, share), opts)) in self.pods.iter_mut().zip(&mut self.scratch).zip(&self.pod_opts).enumerate() {
             if share.is_empty() {
                 continue;
             }
-            let before = run.hits();
+            let (before, looked_up) = (run.hits(), run.lookups());
             run.process_only(ev, share, members, opts, first_ts);
             hits += run.hits() - before;
+            self.spread.hits(pod, run.hits() - before);
+            self.spread.lookups(pod, run.lookups() - looked_up);
             run.take_hits(&mut self.hit_indices);
             share.clear();
         }
@@ -243,6 +249,11 @@ impl Fleet {
                 s.commands.note(0, req, lookup);
             }
         }
+    }
+
+    /// The lowest, median and highest pod hit rate in each window of `window_hits`.
+    pub fn window_spread(&self) -> Vec<[f32; 3]> {
+        self.spread.windows()
     }
 
     /// The fleet's commands served and round trips saved.

@@ -5,6 +5,7 @@
 pub mod fleet;
 pub mod pattern;
 pub mod route;
+mod spread;
 
 pub use fleet::Fleet;
 pub use route::Route;

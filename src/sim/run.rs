@@ -92,6 +92,10 @@ impl Run {
         self.st.counters.hits
     }
 
+    pub fn lookups(&self) -> u64 {
+        self.st.counters.lookups
+    }
+
     /// The counters, with the command still open at the end of the input closed.
     pub fn counters(&self) -> Counters {
         let mut c = self.st.counters;
