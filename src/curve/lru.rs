@@ -123,10 +123,16 @@ impl LruCurve {
         if self.open_window_lookups > 0 {
             counts.window_hits.extend_from_slice(&self.open_window);
         }
-        let trips = self.trips.counts();
-        counts.round_trips += trips.round_trips;
-        for (bucket, n) in trips.served_by_bucket.iter().enumerate() {
-            counts.round_trips_saved[bucket] += n;
+        if self.trips.is_used() {
+            let trips = self.trips.counts();
+            counts.round_trips = trips.round_trips;
+            for (bucket, n) in trips.served_by_bucket.iter().enumerate() {
+                counts.round_trips_saved[bucket] += n;
+            }
+        } else {
+            // Without batches every command is a round trip of its own.
+            counts.round_trips = counts.commands;
+            counts.round_trips_saved.clone_from(&counts.commands_served);
         }
         counts
     }
@@ -176,12 +182,8 @@ impl Observer for LruCurve {
         } else {
             self.open_req_bucket = self.open_req_bucket.max(bucket);
         }
-        match ev.round_trip(i) {
-            Some((conn, batch)) => self.trips.note(conn, batch, Some(bucket as u32)),
-            None => {
-                c.round_trips += 1;
-                c.round_trips_saved[bucket] += 1;
-            }
+        if let Some((conn, batch)) = ev.batch(i) {
+            self.trips.note(conn, batch, Some(bucket as u32));
         }
         let column = if bucket == miss { self.open_window.len() - 1 } else { bucket.div_ceil(self.window_stride) };
         self.open_window[column] += 1;
@@ -196,7 +198,7 @@ impl Observer for LruCurve {
     }
 
     fn change(&mut self, ev: &Events, i: usize) {
-        if let Some((conn, batch)) = ev.round_trip(i) {
+        if let Some((conn, batch)) = ev.batch(i) {
             self.trips.note(conn, batch, None);
         }
     }

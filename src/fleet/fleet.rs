@@ -237,16 +237,16 @@ impl Fleet {
         for i in start..end {
             // As a run notes them: bucket 0 for a hit, 1 for a miss; None for a write or delete.
             let lookup = (ev.op(i) == OP_READ).then(|| u32::from(!self.hit_flags[i - start]));
-            match ev.round_trip(i) {
-                Some((conn, batch)) => s.round_trips.note(conn, batch, lookup),
-                None if lookup.is_some() => {
-                    s.lone.0 += 1;
-                    s.lone.1 += u64::from(lookup == Some(0));
-                }
-                None => {}
+            if let Some((conn, batch)) = ev.batch(i) {
+                s.round_trips.note(conn, batch, lookup);
             }
-            if let (Some(req), Some(_)) = (ev.req(i), lookup) {
-                s.commands.note(0, req, lookup);
+            match (ev.req(i), lookup) {
+                (Some(req), Some(_)) => s.commands.note(0, req, lookup),
+                (None, Some(bucket)) => {
+                    s.lone.0 += 1;
+                    s.lone.1 += u64::from(bucket == 0);
+                }
+                _ => {}
             }
         }
     }
@@ -258,13 +258,16 @@ impl Fleet {
 
     /// The fleet's commands served and round trips saved.
     pub fn served(&self) -> FleetServed {
-        let (trips, commands, lone) = (self.served.round_trips.counts(), self.served.commands.counts(), self.served.lone);
-        FleetServed {
-            commands: commands.round_trips + lone.0,
-            commands_served: commands.served_up_to(0) + lone.1,
-            round_trips: trips.round_trips + lone.0,
-            round_trips_saved: trips.served_up_to(0) + lone.1,
-        }
+        let (commands, lone) = (self.served.commands.counts(), self.served.lone);
+        let (commands, commands_served) = (commands.round_trips + lone.0, commands.served_up_to(0) + lone.1);
+        // Without batches every command is a round trip of its own.
+        let (round_trips, round_trips_saved) = if self.served.round_trips.is_used() {
+            let trips = self.served.round_trips.counts();
+            (trips.round_trips, trips.served_up_to(0))
+        } else {
+            (commands, commands_served)
+        };
+        FleetServed { commands, commands_served, round_trips, round_trips_saved }
     }
 
     /// Each pod's counters.

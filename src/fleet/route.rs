@@ -102,7 +102,7 @@ impl Router {
     /// The request of read `i` as (connection, request on it): its batch, else its command (connection
     /// `u64::MAX`), else a running count (each lookup a request of its own).
     fn request(&mut self, ev: &Events, i: usize) -> (u64, u64) {
-        ev.round_trip(i).unwrap_or_else(|| {
+        ev.batch(i).or_else(|| ev.req(i).map(|r| (u64::MAX, r))).unwrap_or_else(|| {
             self.unnumbered += 1;
             (u64::MAX, self.unnumbered)
         })

@@ -96,16 +96,11 @@ impl<'a> Events<'a> {
     pub fn req(&self, i: usize) -> Option<u64> {
         self.reqs.map(|r| r[i])
     }
-    /// The round trip of event `i`, as (connection, batch): its batch when the trace knows batches, else its
-    /// command (a command's rows are contiguous, so one connection stands for all); None when every lookup is
-    /// a round trip of its own.
+    /// The round trip of event `i`, as (connection, batch), when the trace knows batches (without them every
+    /// command is a round trip of its own).
     #[inline]
-    pub fn round_trip(&self, i: usize) -> Option<(u64, u64)> {
-        match (self.conns, self.batches, self.reqs) {
-            (Some(c), Some(b), _) => Some((c[i], b[i])),
-            (_, _, Some(r)) => Some((u64::MAX, r[i])),
-            _ => None,
-        }
+    pub fn batch(&self, i: usize) -> Option<(u64, u64)> {
+        self.conns.zip(self.batches).map(|(c, b)| (c[i], b[i]))
     }
     #[inline]
     pub fn ts(&self, i: usize) -> Option<i64> {

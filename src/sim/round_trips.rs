@@ -88,6 +88,11 @@ impl RoundTrips {
         self.last = Some((conn, cur));
     }
 
+    /// Whether any event was noted (a trace without batches notes none: its round trips are its commands).
+    pub fn is_used(&self) -> bool {
+        self.last.is_some()
+    }
+
     /// The counts so far, the batches still open included (the input may end in the middle of none).
     pub fn counts(&self) -> RoundTripCounts {
         let mut c = self.closed.clone();

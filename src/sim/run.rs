@@ -25,7 +25,8 @@ pub struct Counters {
     pub commands: u64,
     pub commands_served: u64,
     /// Round trips to Redis with at least one lookup (batches: the commands a connection sent before waiting
-    /// for replies), and those the cache would have saved (`round_trips`).
+    /// for replies; the commands themselves when the trace has no batches), and those the cache would have
+    /// saved (`round_trips`). Filled in by `Run::counters`.
     pub round_trips: u64,
     pub round_trips_saved: u64,
     /// Entries pushed out by the policy to admit others (candidates refused admission included).
@@ -103,9 +104,13 @@ impl Run {
             c.commands += 1;
             c.commands_served += u64::from(self.st.open_req_all_hit);
         }
-        let trips = self.st.trips.counts();
-        c.round_trips += trips.round_trips;
-        c.round_trips_saved += trips.served_up_to(0);
+        if self.st.trips.is_used() {
+            let trips = self.st.trips.counts();
+            (c.round_trips, c.round_trips_saved) = (trips.round_trips, trips.served_up_to(0));
+        } else {
+            // Without batches every command is a round trip of its own.
+            (c.round_trips, c.round_trips_saved) = (c.commands, c.commands_served);
+        }
         c
     }
 
@@ -161,14 +166,12 @@ impl Run {
                 }
             }
         });
-        // Every plain lookup is a command and a round trip of its own, served when it hits.
+        // Every plain lookup is a command of its own, served when it hits.
         let (n, served) = (keys.len() as u64, self.st.counters.hits - hits_before);
         let c = &mut self.st.counters;
         c.lookups += n;
         c.commands += n;
         c.commands_served += served;
-        c.round_trips += n;
-        c.round_trips_saved += served;
     }
 
     /// Any events, any options. `first_ts` is the trace's first time (for `restart_every`).
@@ -362,12 +365,8 @@ impl RunState {
             self.counters.commands += 1;
             self.counters.commands_served += u64::from(hit);
         }
-        match ev.round_trip(i) {
-            Some((conn, batch)) => self.trips.note(conn, batch, Some(u32::from(!hit))),
-            None => {
-                self.counters.round_trips += 1;
-                self.counters.round_trips_saved += u64::from(hit);
-            }
+        if let Some((conn, batch)) = ev.batch(i) {
+            self.trips.note(conn, batch, Some(u32::from(!hit)));
         }
         self.open_window_lookups += 1;
         if self.open_window_lookups == opts.window {
@@ -379,7 +378,7 @@ impl RunState {
     fn write<P: Policy>(&mut self, p: &mut P, ev: &Events, i: usize, is_write: bool, members: &Membership,
                         opts: &Options) {
         let key = ev.keys[i];
-        if let Some((conn, batch)) = ev.round_trip(i) {
+        if let Some((conn, batch)) = ev.batch(i) {
             self.trips.note(conn, batch, None);
         }
         let whole_key = ev.field(i) == 0;
