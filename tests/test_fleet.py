@@ -103,6 +103,32 @@ def test_sharded_pods_hold_each_key_once_and_replicated_ones_once_per_pod(trace)
     assert rows["entity"]["hit_rate"] == result.infinite["hit_rate"]
 
 
+def test_a_sharded_batch_is_saved_only_when_every_pod_it_reached_hit(trace, tmp):
+    """Batches of several entities (so several pods under `entity`): with caches above the unique keys an
+    entity fleet misses only first references, as the infinite cache does, so it must serve exactly the
+    commands and save exactly the round trips the infinite cache does; summing over pods would count each
+    pod's part of a batch as a round trip of its own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path, events = trace
+    table = pq.read_table(path)
+    reqs = table.column("req").to_numpy()
+    table = table.append_column("conn", pa.array((reqs % 3).astype("uint32")))
+    table = table.append_column("batch", pa.array((reqs // 6).astype("uint64")))
+    batched = tmp / "batched.parquet"
+    pq.write_table(table, batched)
+    result = cachescope.simulate_trace(str(batched), lru=[10_000], pods=5, route="entity,random")
+    rows = {r["route"]: r for r in result.summary.to_dict("records")}
+    inf = result.infinite
+    assert result.trace.round_trips_known and inf["round_trips"] < inf["commands"]
+    for key in ("commands", "commands_served", "round_trips", "round_trips_saved"):
+        assert rows["entity"][key] == inf[key], key
+    assert sum(p["round_trips"] for p in rows["entity"]["per_pod"]) > inf["round_trips"]
+    assert rows["random"]["round_trips"] == inf["round_trips"]
+    assert rows["random"]["round_trips_saved"] < inf["round_trips_saved"]
+
+
 def test_a_rolling_restart_restarts_each_pod_at_its_own_time(trace):
     path, events = trace
     span_s = (events[-1].ts - events[0].ts) / 1e9
