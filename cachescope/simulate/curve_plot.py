@@ -53,6 +53,8 @@ def _draw_curves(result, ax):
             ax.plot(curve["capacity"], curve["command_hit_rate"] * 100, linewidth=1, linestyle="-.",
                     color=line.get_color(), alpha=0.7, label=f"{POLICIES[policy].label}: round trips saved")
     runs = result.summary
+    if len(runs) and "pods" in runs:  # a fleet's capacity is per pod: its hit rate is no point of the curve
+        runs = runs[runs["pods"].isna() | (runs["pods"] == 1)]
     if len(runs):
         for policy, group in runs[runs["capacity_unit"] == unit].groupby("policy"):
             ax.scatter(group["capacity"], group["hit_rate"] * 100, zorder=3, s=24, color="black", marker="x",
@@ -71,7 +73,9 @@ def _draw_curves(result, ax):
             ax.scatter([row["capacity"]], [row["hit_rate"] * 100], color=color, zorder=4, s=30)
             ax.annotate(fmt(row["capacity"]), (row["capacity"], row["hit_rate"] * 100), textcoords="offset points",
                         xytext=(5, -11 - 9 * (index % 3)), fontsize=8, color=color)
-    knees = {(r["policy"], r["method"]): r["knee_capacity"] for r in sizing if r.get("knee_capacity")}
+    # A curve too short to have a knee has none (NaN in the frame, which is truthy: test for a number).
+    knees = {(r["policy"], r["method"]): r["knee_capacity"] for r in sizing
+             if r.get("knee_capacity") is not None and r["knee_capacity"] == r["knee_capacity"]}
     for (policy, method), knee in knees.items():
         curve = result.curves[(result.curves["policy"] == policy) & (result.curves["method"] == method)]
         at = curve.iloc[(curve["capacity"] - knee).abs().argmin()]
@@ -84,7 +88,7 @@ def _draw_curves(result, ax):
     ax.set_ylabel("hit rate (%)")
     ax.set_title("Hit rate at every capacity")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left" if result.infinite["hit_rate"] < 0.6 else "lower right", fontsize=8)
 
 
 def _draw_heatmap(result, ax, fig):

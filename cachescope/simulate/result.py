@@ -44,6 +44,9 @@ class SimulationResult:
         self.capture_stats: dict = {}
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
+        self.request: dict = {}
+        """What simulate_trace was asked (inputs, write mode, overhead, targets, pods, ...): the report's
+        assumptions."""
 
     @property
     def summary(self):
@@ -248,6 +251,15 @@ class SimulationResult:
         from cachescope.simulate.plot import plot_timeline
 
         return plot_timeline(self, path, title, ax)
+
+    def report(self, path: str, feature_names=None, title: str | None = None) -> str:
+        """Writes the whole answer as one self-contained HTML page to `path` (the input and its losses, the
+        traffic's anatomy, the curves and the sizing answer with its assumptions, the hit rate over time, the
+        fleets, and what the trace cannot tell); `feature_names`: a file of feature names (one a line) or a
+        list of them, to name the trace's xxHash32 field ids. Returns the path."""
+        from cachescope.report import write_report
+
+        return write_report(self, path, feature_names=feature_names, title=title)
 
     def __repr__(self) -> str:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"

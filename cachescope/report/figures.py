@@ -1,0 +1,228 @@
+"""The report's figures, drawn with matplotlib in one style and embedded as inline SVG (text stays text:
+sharp in print, searchable, no file beside the page)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+
+from cachescope.simulate.labels import approx_count, human_count, label
+from cachescope.simulate.registry import INFINITE
+from cachescope.simulate.style import BOUND, PALETTE, RC, figure, mark_restarts, mark_warmup, run_color
+
+SMALL = (4.2, 3.0)
+"""Inches of the figures drawn three abreast: their text comes out about the size of the page's."""
+
+
+def svg(fig) -> str:
+    """The figure as an <svg> element (no XML prologue, no fixed size: it scales with the page)."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context(RC):  # text as text, in the page's font
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r'(<svg[^>]*?) width="[^"]*" height="[^"]*"', r"\1", text, count=1)
+    return text.replace("<svg", '<svg role="img" class="figure"', 1)
+
+
+def popularity(a) -> str:
+    fig, ax = figure(1, 1, SMALL)
+    # A few hundred log-spaced ranks draw the same line as every key's (and keep the page small).
+    ranks = np.unique(np.geomspace(1, max(len(a.counts), 1), 400).astype(np.int64)) if len(a.counts) else np.zeros(0)
+    ax.loglog(ranks, a.counts[ranks - 1] if len(ranks) else [], color=PALETTE[0], linewidth=1.6,
+              label="lookups of the key at each rank")
+    if a.zipf_s is not None:
+        fit = ranks[ranks <= a.zipf_ranks[1]]
+        ax.loglog(fit, np.exp(a.zipf_intercept) * fit.astype(float) ** -a.zipf_s, color=PALETTE[1],
+                  linestyle="--", linewidth=1.2, label=f"Zipf fit, s = {a.zipf_s:.2f}")
+    ax.set_xlabel("key rank (most looked up first)")
+    ax.set_ylabel("lookups")
+    ax.set_title("Popularity")
+    ax.legend(loc="upper right")
+    return svg(fig)
+
+
+def reuse(a) -> str:
+    fig, ax = figure(1, 1, SMALL)
+    values, unit = (a.reuse_seconds, "seconds") if a.reuse_seconds is not None else (a.reuse_lookups, "lookups")
+    values = np.sort(values[values > 0]) if len(values) else values
+    if len(values):
+        shares = np.linspace(0, 1, 401)
+        ax.semilogx(np.quantile(values, shares), shares * 100, color=PALETTE[0], linewidth=1.6)
+        for q, name in ((0.5, "median"), (0.9, "90th")):
+            v = float(np.quantile(values, q))
+            ax.axvline(v, color=BOUND, linestyle=":", linewidth=1)
+            ax.annotate(f"{name}: {_amount(v, unit)}", (v, 100 * q), textcoords="offset points", xytext=(4, -10))
+    ax.set_ylim(0, 100)
+    ax.set_xlabel(f"time since the key's previous lookup ({unit})")
+    ax.set_ylabel("share of repeat lookups (%)")
+    ax.set_title("Reuse times")
+    return svg(fig)
+
+
+def per_command(a) -> str:
+    fig, ax = figure(1, 1, SMALL)
+    counts = a.per_command
+    if len(counts):
+        top = int(np.quantile(counts, 0.995)) + 1
+        ax.hist(np.minimum(counts, top), bins=np.arange(0.5, top + 1.5, max(1, top // 40)), color=PALETTE[0])
+        ax.axvline(float(np.mean(counts)), color=PALETTE[1], linestyle="--", linewidth=1.2,
+                   label=f"mean {np.mean(counts):.1f}")
+        ax.legend(loc="upper right")
+    ax.set_xlabel("lookups in one read command (an HMGET's fields)")
+    ax.set_ylabel("commands")
+    ax.set_title("Lookups per command")
+    return svg(fig)
+
+
+def timeline(result, sizing_rows: list[dict]) -> str:
+    """Hit rate over time: each run (and fleet) in a panel of its own when there are many (small multiples,
+    the bound in every panel), else together, each line labelled at its end; restarts and deploys dotted, the
+    end of each cache's warm-up a diamond on its line, the warm-up of the largest cache shaded."""
+    tl = result.timeline
+    runs = [r for _, r in tl.groupby("run", sort=True) if r["policy"].iloc[0] != INFINITE.name]
+    bound = tl[tl["policy"] == INFINITE.name]
+    x, xlabel, scale = _x(result)
+    names = [_run_name(result, int(r["run"].iloc[0])) for r in runs]
+    panels = len(runs) > 4
+    cols = 3 if panels else 1
+    rows = -(-len(runs) // cols) if panels else 1
+    fig, axes = figure(rows, cols, (10, 2.2 * rows + 1.0) if panels else (10, 4.2), sharex=True, sharey=True)
+    axes = np.atleast_1d(axes).ravel()
+    warmups = [_warmup(result, int(r["run"].iloc[0])) for r in runs]
+    for i, (run, name, warm) in enumerate(zip(runs, names, warmups)):
+        ax = axes[i] if panels else axes[0]
+        color = run_color(i)
+        xs, ys = run[x].to_numpy(dtype=float) / scale, run["hit_rate"].to_numpy(dtype=float) * 100
+        ax.plot(xs, ys, color=color, linewidth=1.4)
+        if panels or i == 0:
+            ax.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
+                    label="infinite (bound)" if i == 0 else None)
+        if panels:
+            ax.set_title(name, fontsize=9, color=color)
+        else:
+            ax.annotate(name, (xs[-1], ys[-1]), textcoords="offset points", xytext=(4, 0), color=color,
+                        fontsize=8, va="center")
+        if warm is not None:
+            at = min(int(np.searchsorted(xs, warm / scale)), len(xs) - 1)
+            ax.plot([xs[at]], [ys[at]], marker="D", markersize=5, color=color, markeredgecolor="white",
+                    linestyle="none", label="end of warm-up" if i == 0 else None)
+    known = [(w, i) for i, w in enumerate(warmups) if w is not None]
+    if known and not panels:
+        mark_warmup(axes[0], max(known)[0] / scale)
+    for i, ax in enumerate(axes[: max(len(runs), 1)]):
+        if result.has_clock:
+            mark_restarts(ax, [(t - result.first_ts) / 1e9 / scale for t in _restarts(result)], label=i == 0)
+        ax.set_ylim(0, 100)
+    for ax in axes[len(runs):]:
+        ax.set_axis_off()
+    if not panels and len(tl):
+        axes[0].set_xlim(left=0, right=float(tl[x].max()) / scale * 1.13)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside upper center", ncols=len(handles), fontsize=8)
+    fig.supxlabel(xlabel, fontsize=9)
+    fig.supylabel(f"hit rate over the last {human_count(result.window)} lookups (%)", fontsize=9)
+    return svg(fig)
+
+
+def _warmup(result, index: int):
+    """Seconds the run at `index` of the summary took to warm up, or None."""
+    if not result.has_clock or "warmup_s" not in result.summary or index >= len(result.summary):
+        return None
+    w = result.summary["warmup_s"].iloc[index]
+    return None if _nan(w) else float(w)
+
+
+def curves(result) -> str:
+    from cachescope.simulate.curve_plot import _draw_curves
+
+    fig, ax = figure(1, 1, (8.5, 4.6))
+    _draw_curves(result, ax)
+    return svg(fig)
+
+
+def fleets(rows: list[dict]) -> str:
+    """Hit rate against pods, one line per policy, capacity and route, each labelled at its end. One pod is
+    the single cache whatever the route, so every route's line starts from it."""
+    fig, ax = figure(1, 1, (7.5, 3.8))
+    lines: dict = {}
+    single = {}
+    for r in rows:
+        if r["pods"] == 1:
+            single[(r["policy"], r["capacity"], r["capacity_unit"])] = r
+    for r in rows:
+        if r["pods"] > 1 or r["route"] == "client":
+            lines.setdefault((r["policy"], r["capacity"], r["capacity_unit"], r["route"]), []).append(r)
+    ends = []
+    for i, ((policy, cap, unit, route), group) in enumerate(sorted(lines.items(), key=lambda kv: str(kv[0]))):
+        one = single.get((policy, cap, unit))
+        group = sorted(group + ([one] if one is not None else []), key=lambda r: r["pods"])
+        xs, ys = [g["pods"] for g in group], [g["hit_rate"] * 100 for g in group]
+        ax.plot(xs, ys, marker="o", color=run_color(i), linewidth=1.5,
+                linestyle="-" if route in ("entity", "key-pattern") else "--")
+        ends.append((xs[-1], ys[-1], f"{label(policy, cap, unit)}, {route}", run_color(i)))
+    for (x, y, text, color), placed in zip(ends, spread([e[1] for e in ends], 5.0)):
+        ax.annotate(text, (x, y), xytext=(x, placed), textcoords="data", fontsize=8, color=color, va="center",
+                    ha="left", annotation_clip=False)
+    pods = sorted({r["pods"] for r in rows})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(pods, [str(p) for p in pods])
+    ax.set_xlim(min(pods) / 1.3, max(pods) * 4)
+    ax.set_xlabel("pods (each with the capacity given)")
+    ax.set_ylabel("fleet hit rate (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Replicated (dashed) and sharded (solid) fleets")
+    return svg(fig)
+
+
+def spread(ys: list[float], gap: float) -> list[float]:
+    """Label heights near `ys`, at least `gap` apart (direct labels that would overlap are pushed apart)."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    out = list(ys)
+    for a, b in zip(order, order[1:]):
+        out[b] = max(out[b], out[a] + gap)
+    return out
+
+
+def _amount(v: float, unit: str) -> str:
+    if unit == "seconds":
+        return f"{v / 60:.1f} min" if v >= 120 else f"{v:.1f} s"
+    return approx_count(v) + " lookups"
+
+
+def _x(result):
+    if result.has_clock:
+        span = float(result.timeline["seconds"].max())
+        if span >= 7200:
+            return "seconds", "time since the first lookup (hours)", 3600.0
+        if span >= 120:
+            return "seconds", "time since the first lookup (minutes)", 60.0
+        return "seconds", "time since the first lookup (seconds)", 1.0
+    return "end_lookup", "lookups", 1.0
+
+
+def _run_name(result, index: int) -> str:
+    row = result.summary.iloc[index]
+    name = label(row["policy"], row["capacity"], row["capacity_unit"])
+    if "pods" in row and not _nan(row["pods"]):
+        name += f" x{int(row['pods'])} {row['route']}"
+    return name
+
+
+def _restarts(result) -> list[int]:
+    times = set(result.restart_times)
+    if "deploy_times" in result.summary:
+        times |= {t for ts in result.summary["deploy_times"] if isinstance(ts, list) for t in ts}
+    return sorted(times)
+
+
+def _nan(x) -> bool:
+    try:
+        return bool(np.isnan(float(x)))
+    except (TypeError, ValueError):
+        return x is None

@@ -1,0 +1,115 @@
+"""The HTML report (`simulate.py --report`), rendered by a real headless Chromium from a capture, a Parquet trace
+and a text trace: every section is there (or says what its trace lacks), the page loads nothing and logs
+nothing, and no key of the traffic is printed whole."""
+
+import re
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from chromium import open_page
+from conftest import REPO, run_cli
+
+CAPTURE = REPO / "sample_traces" / "feature_store.pcap"
+NAMES = REPO / "sample_traces" / "feature_store.names.txt"
+SECTIONS = ("answer", "input", "anatomy", "sizing", "timeline", "fleets", "limits")
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    run_cli("parse.py", CAPTURE, "--port", "16379", "-o", d / "trace.parquet", check_rc=0)
+    run_cli("parse.py", CAPTURE, "--port", "16379", "-o", d / "trace.txt", check_rc=0)
+    return d
+
+
+def _report(traces, name, trace, *args):
+    out = traces / f"{name}.html"
+    proc = run_cli("simulate.py", trace, *args, "--report", out, "--no-progress", check_rc=0)
+    assert f"wrote the report to {out}" in proc.stderr
+    return out
+
+
+def _sections(dom: str) -> dict:
+    """Each section's text (tags stripped), by id."""
+    out = {}
+    for sid in SECTIONS:
+        m = re.search(rf'<(section|div)[^>]* id="{sid}"[^>]*>(.*?)</\1>', dom, re.S)
+        assert m, f"section {sid} missing from the rendered page"
+        out[sid] = re.sub(r"<[^>]+>", " ", m.group(2))
+    return out
+
+
+def _check_page(path):
+    html = path.read_text()
+    assert "<script" not in html
+    assert not re.findall(r'(?:src|href)\s*=\s*"(?!#)', html), "the page refers to something outside itself"
+    dom, console = open_page(str(path))
+    assert console == [], console
+    texts = _sections(dom)
+    for sid, text in texts.items():
+        assert len(text.split()) > 12, (sid, text)
+    return html, dom, texts
+
+
+def test_report_from_a_capture(traces, tmp_path):
+    out = _report(traces, "capture", CAPTURE, "--port", "16379", "--lru", "1e4", "--curve", "lru",
+                  "--target", "50%", "--pods", "1,4", "--route", "random,entity", "--feature-names", NAMES)
+    html, dom, texts = _check_page(out)
+    assert "packets" in texts["input"] and "losses" in texts["input"]
+    assert "LRU for 50%" in texts["answer"]
+    assert re.search(r"Zipf exponent\s+s = \d", texts["anatomy"])
+    # every field id of the capture is one of the generator's features, and the dictionary names them all
+    m = re.search(r"The dictionary named ([\d,]+) of the ([\d,]+) field ids", texts["anatomy"])
+    assert m and m.group(1) == m.group(2) and int(m.group(1).replace(",", "")) > 50
+    assert "daf_" in texts["anatomy"] and "Allow-list:" in texts["anatomy"]
+    assert "entity" in texts["fleets"] and "random" in texts["fleets"] and dom.count("<svg") >= 6
+    assert "Assumptions" in texts["sizing"] and "168 bytes" in texts["sizing"]
+    # keys reach the page only as their prefix
+    keys = pq.read_table(traces / "trace.parquet", columns=["key"]).column("key").to_pylist()
+    for key in np.random.default_rng(1).choice(keys, 200):
+        assert key not in html
+    shot = tmp_path / "capture.png"
+    open_page(str(out), screenshot=str(shot))
+    from PIL import Image
+
+    image = np.asarray(Image.open(shot).convert("L"))
+    assert image.shape[1] == 1200 and image.std() > 10  # drawn, not blank
+
+
+def test_report_from_a_parquet_trace(traces):
+    out = _report(traces, "parquet", traces / "trace.parquet", "--curve", "lru,s3fifo", "--target", "50%",
+                  "--lru", "5000")
+    _, _, texts = _check_page(out)
+    assert "not a capture" in texts["input"]
+    assert "bytes share" in texts["anatomy"]  # a Parquet trace from a capture has value sizes
+    assert "No pods were asked for" in texts["fleets"]
+    assert "S3-FIFO" in texts["limits"]  # a sampled curve says so
+
+
+def test_report_from_a_text_trace(traces):
+    out = _report(traces, "text", traces / "trace.txt", "--lru", "1e3,1e4")
+    _, _, texts = _check_page(out)
+    assert "no clock" in texts["timeline"] and "no clock" in texts["limits"]
+    assert "No curve was asked for" in texts["sizing"]
+    assert "field id" in texts["anatomy"]  # no dictionary: features by their ids
+
+
+def test_report_from_python(tmp_path):
+    import cachescope
+
+    result = cachescope.simulate_trace(str(REPO / "sample_traces" / "feature_store.monitor"), lru="1e4")
+    path = result.report(str(tmp_path / "r.html"), feature_names=["daf_st_p7d_sum_dasher_wait_cat"])
+    html = (tmp_path / "r.html").read_text()
+    assert path == str(tmp_path / "r.html") and 'id="timeline"' in html
+    assert "The dictionary named 1 of the" in html and "daf_st_p7d_sum_dasher_wait_cat" in html
+
+
+def test_bad_feature_names_is_one_line(tmp_path):
+    bad = tmp_path / "names.txt"
+    bad.write_bytes(b"\xff\xfe\x00")
+    proc = run_cli("simulate.py", REPO / "sample_traces" / "feature_store.monitor", "--lru", "1e3",
+                   "--feature-names", bad, "--report", tmp_path / "r.html", check_rc=2)
+    assert proc.stderr.count("\n") == 1 and "names.txt" in proc.stderr
+    assert not (tmp_path / "r.html").exists()
