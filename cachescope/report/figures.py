@@ -167,7 +167,7 @@ def fleets(rows: list[dict]) -> str:
                 linestyle="-" if route in ("entity", "key-pattern") else "--")
         ends.append((xs[-1], ys[-1], f"{label(policy, cap, unit)}, {route}", run_color(i)))
     for (x, y, text, color), placed in zip(ends, spread([e[1] for e in ends], 5.0)):
-        ax.annotate(text, (x, y), xytext=(x, placed), textcoords="data", fontsize=8, color=color, va="center",
+        ax.annotate(text, (x, y), xytext=(x * 1.12, placed), textcoords="data", fontsize=8, color=color, va="center",
                     ha="left", annotation_clip=False)
     pods = sorted({r["pods"] for r in rows})
     ax.set_xscale("log", base=2)

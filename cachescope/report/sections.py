@@ -97,6 +97,8 @@ def _missing(x) -> bool:
 def duration(seconds) -> str:
     if _missing(seconds):
         return ""
+    if seconds < 1:
+        return f"{seconds * 1000:.1f} ms"
     if seconds >= 7200:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.1f} s"
@@ -359,7 +361,8 @@ def timeline_section(ctx: Context) -> str:
                           duration(row.get("warmup_s")) or "not reached", f"{deploys:,}",
                           duration(row.get("recovery_s")) if deploys else "no deploy simulated"])
         body += table(cols, cells)
-        body += ("<p>Warm-up (shaded) and recovery: time until the hit rate over a window is within 5% of the "
+        body += ("<p>Warm-up (ends at the diamond on each line; the longest shaded when the caches share a "
+                 "panel) and recovery: time until the hit rate over a window is within 5% of the "
                  "steady rate (the median over the second half of each stretch between restarts). Deploys and "
                  "restarts are dotted lines; --restart-every 6h or --rolling-restart-every 6h simulates them.</p>")
     return section("timeline", "Hit rate over time", body)
