@@ -8,9 +8,8 @@ import re
 
 import numpy as np
 
-from cachescope.simulate.labels import approx_count, human_count, label
-from cachescope.simulate.registry import INFINITE
-from cachescope.simulate.style import BOUND, PALETTE, RC, figure, mark_restarts, mark_warmup, run_color
+from cachescope.simulate.labels import approx_count, label
+from cachescope.simulate.style import BOUND, PALETTE, RC, figure, run_color
 
 SMALL = (4.2, 3.0)
 """Inches of the figures drawn three abreast: their text comes out about the size of the page's."""
@@ -79,63 +78,12 @@ def per_command(a) -> str:
     return svg(fig)
 
 
-def timeline(result, sizing_rows: list[dict]) -> str:
-    """Hit rate over time: each run (and fleet) in a panel of its own when there are many (small multiples,
-    the bound in every panel), else together, each line labelled at its end; restarts and deploys dotted, the
-    end of each cache's warm-up a diamond on its line, the warm-up of the largest cache shaded."""
-    tl = result.timeline
-    runs = [r for _, r in tl.groupby("run", sort=True) if r["policy"].iloc[0] != INFINITE.name]
-    bound = tl[tl["policy"] == INFINITE.name]
-    x, xlabel, scale = _x(result)
-    names = [_run_name(result, int(r["run"].iloc[0])) for r in runs]
-    panels = len(runs) > 4
-    cols = 3 if panels else 1
-    rows = -(-len(runs) // cols) if panels else 1
-    fig, axes = figure(rows, cols, (10, 2.2 * rows + 1.0) if panels else (10, 4.2), sharex=True, sharey=True)
-    axes = np.atleast_1d(axes).ravel()
-    warmups = [_warmup(result, int(r["run"].iloc[0])) for r in runs]
-    for i, (run, name, warm) in enumerate(zip(runs, names, warmups)):
-        ax = axes[i] if panels else axes[0]
-        color = run_color(i)
-        xs, ys = run[x].to_numpy(dtype=float) / scale, run["hit_rate"].to_numpy(dtype=float) * 100
-        ax.plot(xs, ys, color=color, linewidth=1.4)
-        if panels or i == 0:
-            ax.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
-                    label="infinite (bound)" if i == 0 else None)
-        if panels:
-            ax.set_title(name, fontsize=9, color=color)
-        else:
-            ax.annotate(name, (xs[-1], ys[-1]), textcoords="offset points", xytext=(4, 0), color=color,
-                        fontsize=8, va="center")
-        if warm is not None:
-            at = min(int(np.searchsorted(xs, warm / scale)), len(xs) - 1)
-            ax.plot([xs[at]], [ys[at]], marker="D", markersize=5, color=color, markeredgecolor="white",
-                    linestyle="none", label="end of warm-up" if i == 0 else None)
-    known = [(w, i) for i, w in enumerate(warmups) if w is not None]
-    if known and not panels:
-        mark_warmup(axes[0], max(known)[0] / scale)
-    for i, ax in enumerate(axes[: max(len(runs), 1)]):
-        if result.has_clock:
-            mark_restarts(ax, [(t - result.first_ts) / 1e9 / scale for t in _restarts(result)], label=i == 0)
-        ax.set_ylim(0, 100)
-    for ax in axes[len(runs):]:
-        ax.set_axis_off()
-    if not panels and len(tl):
-        axes[0].set_xlim(left=0, right=float(tl[x].max()) / scale * 1.13)
-    handles, labels = axes[0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="outside upper center", ncols=len(handles), fontsize=8)
-    fig.supxlabel(xlabel, fontsize=9)
-    fig.supylabel(f"hit rate over the last {human_count(result.window)} lookups (%)", fontsize=9)
-    return svg(fig)
+def timeline(result) -> str:
+    """The hit rate over time as --plot draws it (small multiples with many runs, warm-up and deploys marked),
+    without its title: the section has one."""
+    from cachescope.simulate.plot import plot_timeline
 
-
-def _warmup(result, index: int):
-    """Seconds the run at `index` of the summary took to warm up, or None."""
-    if not result.has_clock or "warmup_s" not in result.summary or index >= len(result.summary):
-        return None
-    w = result.summary["warmup_s"].iloc[index]
-    return None if _nan(w) else float(w)
+    return svg(plot_timeline(result, title=""))
 
 
 def curves(result) -> str:
@@ -193,36 +141,3 @@ def _amount(v: float, unit: str) -> str:
     if unit == "seconds":
         return f"{v / 60:.1f} min" if v >= 120 else f"{v:.1f} s"
     return approx_count(v) + " lookups"
-
-
-def _x(result):
-    if result.has_clock:
-        span = float(result.timeline["seconds"].max())
-        if span >= 7200:
-            return "seconds", "time since the first lookup (hours)", 3600.0
-        if span >= 120:
-            return "seconds", "time since the first lookup (minutes)", 60.0
-        return "seconds", "time since the first lookup (seconds)", 1.0
-    return "end_lookup", "lookups", 1.0
-
-
-def _run_name(result, index: int) -> str:
-    row = result.summary.iloc[index]
-    name = label(row["policy"], row["capacity"], row["capacity_unit"])
-    if "pods" in row and not _nan(row["pods"]):
-        name += f" x{int(row['pods'])} {row['route']}"
-    return name
-
-
-def _restarts(result) -> list[int]:
-    times = set(result.restart_times)
-    if "deploy_times" in result.summary:
-        times |= {t for ts in result.summary["deploy_times"] if isinstance(ts, list) for t in ts}
-    return sorted(times)
-
-
-def _nan(x) -> bool:
-    try:
-        return bool(np.isnan(float(x)))
-    except (TypeError, ValueError):
-        return x is None

@@ -347,7 +347,7 @@ def timeline_section(ctx: Context) -> str:
     if not r.has_clock:
         body += missing("This trace has no clock (a commands or keys text): the hit rate is drawn against "
                         "lookups, and warm-up and recovery times cannot be told.")
-    body += figures.timeline(r, r.sizing.to_dict("records") if len(r.sizing) else [])
+    body += figures.timeline(r)
     rows = r.summary_records()
     if r.has_clock:
         cols = ["cache", "hit rate", "steady", "warm-up", "deploys", "recovery"]

@@ -47,6 +47,22 @@ def mark_restarts(ax, xs, label: bool = True) -> None:
                    label="restart / deploy" if i == 0 and label else None)
 
 
-def mark_warmup(ax, until: float, label: bool = True) -> None:
+def mark_warmup(ax, until: float, label: bool = True) -> None:  # noqa: D401
     """The warm-up, from the start until the hit rate is within 5% of the steady rate, shaded."""
     ax.axvspan(0, until, color="#E69F00", alpha=0.13, linewidth=0, label="warm-up" if label else None)
+
+
+def save(fig, path) -> None:
+    """Saves in the house style (text kept as text in SVG); the extension picks PNG, SVG, PDF, ..."""
+    import matplotlib
+
+    with matplotlib.rc_context(RC):
+        fig.savefig(path)
+
+
+def legend_below(ax, handles=None, labels=None, ncols: int = 3) -> None:
+    """The legend under the axes, off the data (constrained layout makes room for it)."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=ncols, fontsize=8)
