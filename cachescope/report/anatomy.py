@@ -44,6 +44,30 @@ class Anatomy:
     lru_hit_rate: float | None = None
     notes: list = field(default_factory=list)
 
+    def allow_list(self, share: float = 0.95) -> list:
+        """The features worth caching at the size the hit rates are for: the fewest that take `share` of the
+        cache's hits, most hits first (empty without a size or without features)."""
+        if self.by_feature is None or "hits_share" not in self.by_feature:
+            return []
+        ranked = self.by_feature.sort_values("hits_share", ascending=False)
+        keep = min(int(np.searchsorted(ranked["hits_share"].cumsum().to_numpy(), share - 1e-12) + 1), len(ranked))
+        return ranked["feature"].head(keep).tolist()
+
+
+def anatomy_of(result, capacity: int | None = None, names: dict | None = None):
+    """(Anatomy, "") of the trace a simulation read, or (None, why not) when it cannot be read again."""
+    from itertools import chain
+
+    from cachescope.report.rows import trace_columns
+
+    inputs = result.request.get("inputs") or []
+    if not inputs:
+        return None, "the result does not say which trace it came from (a TraceSource given to simulate_trace)"
+    if not all(rereadable for *_, rereadable in inputs):
+        return None, "the trace was read from a pipe, which can be read only once; save it to a file for this section"
+    batches = chain.from_iterable(trace_columns(p, f, ports) for p, f, ports, _ in inputs)
+    return anatomy(batches, result.granularity, capacity, names), ""
+
 
 def anatomy(batches, granularity: str = "field", capacity: int | None = None, names: dict | None = None) -> Anatomy:
     """`batches`: rows.trace_columns(...); `capacity`: the cache size (entries) at which to give LRU's hit rate

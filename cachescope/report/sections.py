@@ -32,21 +32,10 @@ class Context:
 
     @classmethod
     def build(cls, result, names):
+        from cachescope.report.anatomy import anatomy_of
+
         chosen = _chosen_size(result)
-        inputs = result.request.get("inputs") or []
-        anatomy, missing = None, ""
-        if not inputs:
-            missing = "the result does not say which trace it came from (a TraceSource given to simulate_trace)"
-        elif not all(r for *_, r in inputs):
-            missing = "the trace was read from a pipe, which can be read only once; save it to a file for this section"
-        else:
-            from itertools import chain
-
-            from cachescope.report.anatomy import anatomy as build
-            from cachescope.report.rows import trace_columns
-
-            batches = chain.from_iterable(trace_columns(p, f, ports) for p, f, ports, _ in inputs)
-            anatomy = build(batches, result.granularity, chosen and chosen["capacity"], names)
+        anatomy, missing = anatomy_of(result, chosen and chosen["capacity"], names)
         return cls(result, names, anatomy, missing, chosen)
 
 
@@ -279,12 +268,10 @@ def _by_feature(ctx: Context) -> str:
         out += missing("No bytes per feature: this trace has no value sizes (a capture or its Parquet trace has).")
     if not has_hits:
         return out + missing("No allow-list answer: it needs a cache size (--curve lru --target 70%, or --lru N).")
-    ranked = df.sort_values("hits_share", ascending=False)
-    keep = int(np.searchsorted(ranked["hits_share"].cumsum().to_numpy(), ALLOW_SHARE) + 1)
-    keep = min(keep, len(ranked))
-    kept = ranked.head(keep)
-    rest = ranked.iloc[keep:]
-    listed = ", ".join(kept["feature"].head(12))
+    allowed = a.allow_list(ALLOW_SHARE)
+    keep = len(allowed)
+    rest = df[~df["feature"].isin(allowed)]
+    listed = ", ".join(allowed[:12])
     more = f" and {keep - 12:,} more" if keep > 12 else ""
     out += (f"<p><b>Allow-list:</b> {keep:,} of {len(df):,} features take {ALLOW_SHARE:.0%} of the hits at this "
             f"size ({esc(listed)}{esc(more)}). The other {len(rest):,} take {rest['share'].sum():.1%} of the "
