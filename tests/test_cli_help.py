@@ -40,7 +40,7 @@ def test_no_command_or_an_unknown_one_is_a_usage_error():
 def test_readme_example_output_is_what_the_command_prints(tmp):
     readme = (REPO / "README.md").read_text()
     command = re.search(r"```sh\n(.*?)\n```", readme, re.S).group(1).split(" && ", 1)[1]
-    args = [str(tmp / a) if a.endswith(".png") else a for a in shlex.split(command)[1:]]
+    args = [str(tmp / a) if a.endswith((".png", ".html")) else a for a in shlex.split(command)[1:]]
     shown = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.S).group(1)
     printed = run_cli(*args, "--no-progress", check_rc=0).stdout.rstrip("\n")
     assert printed == shown

@@ -13,7 +13,7 @@ def test_quick_start_command(tmp):
     assert install == "pip install -r requirements.txt"
     args = shlex.split(command)
     assert args[:2] == ["python", "simulate.py"]
-    args = [str(tmp / a) if a.endswith(".png") else a for a in args[1:]]
+    args = [str(tmp / a) if a.endswith((".png", ".html")) else a for a in args[1:]]
     out = run_cli(*args, check_rc=0).stdout
     assert re.search(r"^LRU 10k ", out, re.M) and "infinite (bound)" in out
-    assert list(tmp.glob("*.png"))
+    assert list(tmp.glob("*.png")) and list(tmp.glob("*.html"))
