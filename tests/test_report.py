@@ -5,13 +5,15 @@ nothing, and no key of the traffic is printed whole."""
 import re
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
+
+import cachescope
 
 from chromium import open_page
 from conftest import REPO, run_cli
 
 CAPTURE = REPO / "sample_traces" / "feature_store.pcap"
+PACED = REPO / "sample_traces" / "feature_store_paced.pcap"
 NAMES = REPO / "sample_traces" / "feature_store.names.txt"
 SECTIONS = ("answer", "input", "anatomy", "sizing", "timeline", "fleets", "limits")
 
@@ -54,11 +56,14 @@ def _check_page(path):
 
 
 def test_report_from_a_capture(traces, tmp_path):
-    out = _report(traces, "capture", CAPTURE, "--port", "16379", "--lru", "1e4", "--curve", "lru",
-                  "--target", "50%", "--pods", "1,4", "--route", "random,entity", "--feature-names", NAMES)
+    # the issue's command, on the paced capture of real traffic
+    out = _report(traces, "capture", PACED, "--port", "16380", "--lru", "1e3,1e4", "--curve", "lru,wtinylfu",
+                  "--target", "55%", "--pods", "1,8", "--route", "random,entity", "--window", "2000",
+                  "--feature-names", NAMES)
     html, dom, texts = _check_page(out)
-    assert "packets" in texts["input"] and "losses" in texts["input"]
-    assert "LRU for 50%" in texts["answer"]
+    assert "packets" in texts["input"] and "losses" in texts["input"] and "3.3 min" in texts["input"]
+    assert "LRU for 55%" in texts["answer"] and "W-TinyLFU" in texts["answer"] and "warms up in" in texts["answer"]
+    assert re.search(r"LRU 10k x8 entity\s+[\d.]+%\s+[\d.]+%\s+[\d.]+ s", texts["timeline"])
     assert re.search(r"Zipf exponent\s+s = \d", texts["anatomy"])
     # every field id of the capture is one of the generator's features, and the dictionary names them all
     m = re.search(r"The dictionary named ([\d,]+) of the ([\d,]+) field ids", texts["anatomy"])
@@ -67,7 +72,7 @@ def test_report_from_a_capture(traces, tmp_path):
     assert "entity" in texts["fleets"] and "random" in texts["fleets"] and dom.count("<svg") >= 6
     assert "Assumptions" in texts["sizing"] and "168 bytes" in texts["sizing"]
     # keys reach the page only as their prefix
-    keys = pq.read_table(traces / "trace.parquet", columns=["key"]).column("key").to_pylist()
+    keys = cachescope.parse_capture(str(PACED), ports=(16380,))["key"].unique()
     for key in np.random.default_rng(1).choice(keys, 200):
         assert key not in html
     shot = tmp_path / "capture.png"

@@ -48,12 +48,17 @@ def popularity(a) -> str:
 def reuse(a) -> str:
     fig, ax = figure(1, 1, SMALL)
     values, unit = (a.reuse_seconds, "seconds") if a.reuse_seconds is not None else (a.reuse_lookups, "lookups")
-    values = np.sort(values[values > 0]) if len(values) else values
     if len(values):
+        # The share of all repeat lookups back within x; those back at once (x = 0, the same pipeline) sit
+        # below the log axis's left end, and the quantiles marked count them, as the section's numbers do.
         shares = np.linspace(0, 1, 401)
-        ax.semilogx(np.quantile(values, shares), shares * 100, color=PALETTE[0], linewidth=1.6)
+        xs = np.quantile(values, shares)
+        shown = xs > 0
+        ax.semilogx(xs[shown], shares[shown] * 100, color=PALETTE[0], linewidth=1.6)
         for q, name in ((0.5, "median"), (0.9, "90th")):
             v = float(np.quantile(values, q))
+            if v <= 0:
+                continue
             ax.axvline(v, color=BOUND, linestyle=":", linewidth=1)
             ax.annotate(f"{name}: {_amount(v, unit)}", (v, 100 * q), textcoords="offset points", xytext=(4, -10))
     ax.set_ylim(0, 100)
