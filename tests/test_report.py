@@ -118,3 +118,18 @@ def test_bad_feature_names_is_one_line(tmp_path):
                    "--feature-names", bad, "--report", tmp_path / "r.html", check_rc=2)
     assert proc.stderr.count("\n") == 1 and "names.txt" in proc.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_fleet_section_tolerates_round_trips_or_their_absence():
+    """Results may or may not count batches (`round_trips`): the fleet table shows the column only when they do."""
+    from types import SimpleNamespace
+
+    from cachescope.report.sections import fleet_section
+
+    row = {"policy": "lru", "capacity": 1000, "capacity_unit": "entries", "pods": 4, "route": "entity",
+           "hit_rate": 0.5, "round_trips_saved": 10, "pod_hit_rate_min": 0.4, "pod_hit_rate_median": 0.5,
+           "pod_hit_rate_max": 0.6, "load_imbalance": 1.2, "fleet_capacity_entries": 4000}
+    for rows, column in (([row], False), ([{**row, "round_trips": 7}], True)):
+        result = SimpleNamespace(summary_records=lambda rows=rows: rows)
+        html = fleet_section(SimpleNamespace(result=result))
+        assert ("round trips saved" in html) == column and "commands served" in html and "entity" in html

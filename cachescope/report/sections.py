@@ -83,6 +83,14 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def _count(x) -> str:
+    """A count, or blank for one a row does not have (or a non-number a newer result may hold there)."""
+    try:
+        return "" if _missing(x) else f"{int(x):,}"
+    except (TypeError, ValueError):
+        return ""
+
+
 def duration(seconds) -> str:
     if _missing(seconds):
         return ""
@@ -364,22 +372,26 @@ def fleet_section(ctx: Context) -> str:
         return section("fleets", "Fleets: pods and routes", missing(
             "No pods were asked for: --pods 1,8 --route random,entity compares replicated and sharded fleets "
             "(capacity per pod)."))
-    cols = ["cache per pod", "pods", "route", "hit rate", "round trips saved", "pods min / median / max",
-            "imbalance", "fleet memory"]
+    # Batches (round trips of pipelines) are counted by newer results only: a column when they are.
+    batches = any("round_trips" in row for row in rows)
+    cols = ["cache per pod", "pods", "route", "hit rate", "commands served"] \
+        + (["round trips saved"] if batches else []) + ["pods min / median / max", "imbalance", "fleet memory"]
     cells = []
     for row in sorted(rows, key=lambda x: (x["policy"], x["capacity"], x["route"], x["pods"])):
         memory = human_bytes(row["fleet_capacity_bytes"]) if row["capacity_unit"] == "bytes" \
             else f"{approx_count(row['fleet_capacity_entries'])} entries"
-        saved = row.get("round_trips", row.get("round_trips_saved"))
+        served = row.get("round_trips_saved")
         cells.append([label(row["policy"], row["capacity"], row["capacity_unit"]), f"{row['pods']:,}",
                       row["route"] + (" (estimate)" if isinstance(row.get("estimate"), str) else ""),
-                      pct(row["hit_rate"]), "" if _missing(saved) else f"{int(saved):,}",
-                      f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
-                      f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
+                      pct(row["hit_rate"]), "" if _missing(served) else f"{int(served):,}"]
+                     + ([_count(row.get("round_trips"))] if batches else [])
+                     + [f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
+                        f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
     body = table(cols, cells)
     if len({row["pods"] for row in rows}) > 1 or len(rows) > 1:
         body += figures.fleets(rows)
-    body += ("<p>Replicated pods (random, round-robin) each cache what their share of the traffic brings, so the "
+    body += ("<p>Commands served: commands (an HMGET and all its fields) answered entirely from the pods' caches. "
+             "Replicated pods (random, round-robin) each cache what their share of the traffic brings, so the "
              "hot keys are cached in every pod; sharded pods (entity) own their entities, so the fleet's "
              "capacity adds up. Imbalance: the busiest pod's lookups over the mean.</p>")
     return section("fleets", "Fleets: pods and routes", body)
