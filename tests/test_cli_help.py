@@ -1,12 +1,11 @@
 """The command line a user expects: `cachescope --version`, `cachescope --help` with one line per command, and
-the README's example output equal to what the command prints today."""
+the README's example output equal to what the command prints today (test_readme.py)."""
 
 import re
-import shlex
 import subprocess
 import sys
 
-from conftest import REPO, run_cli
+from conftest import REPO
 
 from cachescope.cli import COMMANDS
 
@@ -35,12 +34,3 @@ def test_no_command_or_an_unknown_one_is_a_usage_error():
     assert _cachescope().returncode == 2
     proc = _cachescope("frobnicate")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "frobnicate" in proc.stderr
-
-
-def test_readme_example_output_is_what_the_command_prints(tmp):
-    readme = (REPO / "README.md").read_text()
-    command = re.search(r"```sh\n(.*?)\n```", readme, re.S).group(1).split(" && ", 1)[1]
-    args = [str(tmp / a) if a.endswith((".png", ".html")) else a for a in shlex.split(command)[1:]]
-    shown = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.S).group(1)
-    printed = run_cli(*args, "--no-progress", check_rc=0).stdout.rstrip("\n")
-    assert printed == shown

@@ -102,9 +102,7 @@ def test_report_from_a_text_trace(traces):
 
 
 def test_report_from_python(tmp_path):
-    import cachescope
-
-    result = cachescope.simulate_trace(str(REPO / "sample_traces" / "feature_store.monitor"), lru="1e4")
+    result = cachescope.simulate_trace(str(CAPTURE), ports=[16379], lru="1e4")
     path = result.report(str(tmp_path / "r.html"), feature_names=["daf_st_p7d_sum_dasher_wait_cat"])
     html = (tmp_path / "r.html").read_text()
     assert path == str(tmp_path / "r.html") and 'id="timeline"' in html
