@@ -69,6 +69,10 @@ def test_report_from_a_capture(traces, tmp_path):
     m = re.search(r"The dictionary named ([\d,]+) of the ([\d,]+) field ids", texts["anatomy"])
     assert m and m.group(1) == m.group(2) and int(m.group(1).replace(",", "")) > 50
     assert "daf_" in texts["anatomy"] and "Allow-list:" in texts["anatomy"]
+    # the allow-list itself, one name a line, ready for --allow-list
+    listed = re.search(r"<pre>(.*?)</pre>", dom, re.S).group(1).split("\n")
+    kept = int(re.search(r"Allow-list:\s*</b>\s*([\d,]+) of", dom).group(1).replace(",", ""))
+    assert len(listed) == kept and all(name.startswith(("daf_", "rtf_")) for name in listed)
     assert "entity" in texts["fleets"] and "random" in texts["fleets"] and dom.count("<svg") >= 6
     assert "Assumptions" in texts["sizing"] and "168 bytes" in texts["sizing"]
     # keys reach the page only as their prefix

@@ -32,7 +32,9 @@ svg.figure { width: 100%; height: auto; display: block; margin: 6px 0 12px; }
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 18px; margin: 8px 0; }
 .facts dt { color: var(--muted); }
 .facts dd { margin: 0; }
-code { font: 13px ui-monospace, "DejaVu Sans Mono", monospace; background: #f4f6f8; padding: 0 3px; }
+code, pre { font: 13px ui-monospace, "DejaVu Sans Mono", monospace; background: #f4f6f8; padding: 0 3px; }
+pre { padding: 8px 12px; max-height: 24em; overflow: auto; }
+details summary { cursor: pointer; color: var(--accent); }
 footer { margin-top: 40px; color: var(--muted); font-size: 12.5px; }
 @media print {
   body { max-width: none; padding: 0; font-size: 11pt; }

@@ -285,6 +285,8 @@ def _by_feature(ctx: Context) -> str:
             f"size ({esc(listed)}{esc(more)}). The other {len(rest):,} take {rest['share'].sum():.1%} of the "
             f"lookups and {rest['hits_share'].sum():.1%} of the hits: their entries fill the cache and are rarely "
             "read again. Simulate the allow-list with --allow-list FILE to see what it gains.</p>")
+    out += ("<details><summary>The allow-list, one feature a line (save it as a file for --allow-list)</summary>"
+            f"<pre>{esc(chr(10).join(allowed))}</pre></details>")
     return out
 
 
