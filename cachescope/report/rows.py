@@ -38,17 +38,27 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
 
 
 def _arrow_columns(rb) -> dict:
+    """numpy columns of a record batch: numbers as they are, strings as object arrays (a dictionary column
+    through its dictionary, so each distinct string is made once), `op` as 0 read, 1 write, 2 delete."""
+    import pyarrow as pa
+
     out = {}
     for name in COLUMNS:
         if name not in rb.schema.names:
             continue
         column = rb.column(name)
-        if name in ("op", "cmd", "client", "error", "key", "field"):
-            out[name] = np.asarray(column.to_pylist(), dtype=object)
+        if pa.types.is_dictionary(column.type):
+            values = np.asarray(column.dictionary.to_pylist() + [None], dtype=object)
+            index = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
+            out[name] = values[index]
+        elif name in ("key", "field", "op", "cmd", "client", "error"):
+            out[name] = column.to_numpy(zero_copy_only=False).astype(object)
         else:
             out[name] = column.to_numpy(zero_copy_only=False)
     if "op" in out:
-        out["op"] = np.array([{"read": 0, "write": 1, "delete": 2}.get(o, 3) for o in out["op"]], dtype=np.int8)
+        codes = {"read": 0, "write": 1, "delete": 2}
+        kinds, index = np.unique(out["op"].astype(str), return_inverse=True)
+        out["op"] = np.array([codes.get(k, 3) for k in kinds], dtype=np.int8)[index]
     return out
 
 
