@@ -54,3 +54,12 @@ def test_warm_up_and_deploys_are_marked(tmp_path):
     assert abs(diamonds[0].get_xdata()[0] - warm) < 2  # at the run's warm-up, on the minutes axis
     dotted = [ln for ln in ax.lines if ln.get_linestyle() == ":"]
     assert len(dotted) == len(result.restart_times) >= 2
+
+
+def test_a_last_window_cut_short_by_the_end_of_the_trace_is_not_drawn(tmp_path):
+    # 238,062 lookups in windows of 20,000: the last holds 18,062 (drawn); in windows of 100,000, 38,062 (not)
+    for window, drawn in ((20_000, 12), (100_000, 2)):
+        result = cachescope.simulate_trace(MONITOR, lru="1e4", window=window)
+        (ax,) = _drawn_axes(result.plot(str(tmp_path / "t.png")))
+        run = [ln for ln in ax.lines if ln.get_linestyle() == "-"][0]
+        assert len(run.get_xdata()) == drawn

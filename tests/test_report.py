@@ -135,3 +135,10 @@ def test_fleet_section_tolerates_round_trips_or_their_absence():
         result = SimpleNamespace(summary_records=lambda rows=rows: rows)
         html = fleet_section(SimpleNamespace(result=result))
         assert ("round trips saved" in html) == column and "commands served" in html and "entity" in html
+
+
+def test_curves_alone_still_draw_the_hit_rate_over_time_at_the_answer(tmp_path):
+    result = cachescope.simulate_trace(str(PACED), ports=[16380], curve="lru", target="55%", window=2000)
+    html = open(result.report(str(tmp_path / "r.html"))).read()
+    timeline = re.search(r'<section id="timeline">(.*?)</section>', html, re.S).group(1)
+    assert "<svg" in timeline and "for 55%" in timeline and "end of warm-up" in timeline

@@ -91,6 +91,47 @@ def timeline(result) -> str:
     return svg(plot_timeline(result, title=""))
 
 
+def answer_timeline(result, rows: list[dict]) -> str:
+    """Without single runs, the hit rate over time at each sizing answer, from the exact curve's timeline (at
+    the smallest of its timeline capacities at or above the answer), the bound dashed, warm-up marked."""
+    from cachescope.simulate.registry import INFINITE
+    from cachescope.simulate.style import legend_below
+
+    fig, ax = figure(1, 1, (10, 4.2))
+    from cachescope.simulate.plot import without_short_tail
+
+    heat, tl = without_short_tail(result.curve_timeline, result.window), without_short_tail(result.timeline, result.window)
+    clock = result.has_clock and "seconds" in heat
+    x, scale, unit = ("seconds", 60.0, "minutes") if clock else ("end_lookup", 1.0, "lookups")
+    if clock and float(heat["seconds"].max()) < 120:
+        scale, unit = 1.0, "seconds"
+    bound = tl[tl["policy"] == INFINITE.name]
+    ax.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
+            label="infinite (bound)")
+    for i, row in enumerate(rows):
+        mine = heat[(heat["policy"] == row["policy"]) & (heat["capacity_unit"] == row["capacity_unit"])]
+        columns = np.sort(mine["capacity"].unique())
+        above = columns[columns >= row["capacity"]]
+        column = above[0] if len(above) else columns[-1]
+        at = mine[mine["capacity"] == column].sort_values("window")
+        xs, ys = at[x].to_numpy(dtype=float) / scale, at["hit_rate"].to_numpy(dtype=float) * 100
+        name = f"{label(row['policy'], column, row['capacity_unit'])} (for {row['target']:.0%})"
+        ax.plot(xs, ys, color=run_color(i), linewidth=1.5)
+        ax.annotate(name, (xs[-1], ys[-1]), xytext=(5, 0), textcoords="offset points", fontsize=8,
+                    color=run_color(i), va="center")
+        warm = row.get("warmup_s")
+        if clock and warm is not None and warm == warm:
+            k = min(int(np.searchsorted(xs, warm / scale)), len(xs) - 1)
+            ax.plot([xs[k]], [ys[k]], marker="D", markersize=5, color=run_color(i), markeredgecolor="white",
+                    linestyle="none", label="end of warm-up" if i == 0 else None)
+    ax.set_ylim(0, 100)
+    ax.set_xlim(0, float(bound[x].max()) / scale * 1.25 if len(bound) else None)
+    ax.set_xlabel(f"time since the first lookup ({unit})" if clock else "lookups")
+    ax.set_ylabel(f"hit rate over the last {result.window:,} lookups (%)")
+    legend_below(ax, ncols=3)
+    return svg(fig)
+
+
 def curves(result) -> str:
     from cachescope.simulate.curve_plot import _draw_curves
 

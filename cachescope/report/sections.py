@@ -338,8 +338,19 @@ def assumptions(ctx: Context) -> list[str]:
 def timeline_section(ctx: Context) -> str:
     r = ctx.result
     if not len(r.summary):
-        return section("timeline", "Hit rate over time", missing(
-            "Only curves were asked for: give --lru N (the chosen size) to draw its hit rate over time."))
+        answers = [row for row in r.sizing.to_dict("records") if row.get("reachable") and row["method"] == "exact"] \
+            if len(r.sizing) else []
+        if not answers or r.curve_timeline.empty:
+            return section("timeline", "Hit rate over time", missing(
+                "Only curves were asked for, and no exact answer to draw: give --lru N (the chosen size) to draw "
+                "its hit rate over time."))
+        body = figures.answer_timeline(r, answers)
+        body += ("<p>The exact curve's hit rate over time at the size each answer picked (the nearest of the "
+                 "capacities whose timeline the curve keeps, at or above it). --lru N simulates that size as a "
+                 "cache of its own, with warm-up, deploys and recovery in a table.</p>")
+        if not r.has_clock:
+            body = missing("This trace has no clock: the hit rate is drawn against lookups.") + body
+        return section("timeline", "Hit rate over time", body)
     body = ""
     if not r.has_clock:
         body += missing("This trace has no clock (a commands or keys text): the hit rate is drawn against "

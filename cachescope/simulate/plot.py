@@ -37,7 +37,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     # leaves a notebook's own matplotlib set-up alone (a notebook passes its own `ax` to see the plot inline).
     from cachescope.simulate.style import figure, save
 
-    tl = result.timeline
+    tl = without_short_tail(result.timeline, result.window)
     runs = [r for _, r in tl.groupby("run", sort=True) if r["policy"].iloc[0] != INFINITE.name]
     bound = tl[tl["policy"] == INFINITE.name]
     x, x_label, scale = _x_axis(result)
@@ -109,6 +109,16 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     if path is not None:
         save(fig, path)
     return fig
+
+
+def without_short_tail(timeline, window: int):
+    """The timeline less its last window when that holds under half a window's lookups: the trace ended
+    inside it, and a rate over a handful of lookups would draw a spike that is no change of the traffic."""
+    if timeline.empty or "lookups" not in timeline:
+        return timeline
+    last = timeline["window"].max()
+    short = (timeline["window"] == last) & (timeline["lookups"] < window / 2) & (last > 0)
+    return timeline[~short]
 
 
 def _run_name(result, index: int) -> str:
