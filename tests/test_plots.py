@@ -63,3 +63,5 @@ def test_a_last_window_cut_short_by_the_end_of_the_trace_is_not_drawn(tmp_path):
         (ax,) = _drawn_axes(result.plot(str(tmp_path / "t.png")))
         run = [ln for ln in ax.lines if ln.get_linestyle() == "-"][0]
         assert len(run.get_xdata()) == drawn
+        # the label still gives the whole trace's hit rate
+        assert any(t.get_text() == f"LRU 10k: {result.summary['hit_rate'].iloc[0]:.1%}" for t in ax.texts)

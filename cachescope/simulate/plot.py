@@ -37,6 +37,8 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     # leaves a notebook's own matplotlib set-up alone (a notebook passes its own `ax` to see the plot inline).
     from cachescope.simulate.style import figure, save
 
+    # Each cache's overall hit rate, from the whole timeline (the drawing may leave out a short last window).
+    finals = result.timeline.groupby("run")["cumulative_hit_rate"].last().to_dict()
     tl = without_short_tail(result.timeline, result.window)
     runs = [r for _, r in tl.groupby("run", sort=True) if r["policy"].iloc[0] != INFINITE.name]
     bound = tl[tl["policy"] == INFINITE.name]
@@ -52,7 +54,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     for i, run in enumerate(runs):
         index = int(run["run"].iloc[0])
         on = axes[i] if panels else axes[0]
-        name = f"{_run_name(result, index)}: {run['cumulative_hit_rate'].iloc[-1]:.1%}"
+        name = f"{_run_name(result, index)}: {finals[index]:.1%}"
         xs, ys = run[x].to_numpy(dtype=float) / scale, run["hit_rate"].to_numpy(dtype=float) * 100
         on.plot(xs, ys, color=run_color(i), linewidth=1.5, label=None if panels or ax is None else name)
         if panels:
@@ -61,7 +63,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
             on.annotate(name, (xs[-1], ys[-1]), xytext=(5, 0), textcoords="offset points", fontsize=8,
                         color=run_color(i), va="center")
         if panels or i == 0:
-            final = bound["cumulative_hit_rate"].iloc[-1] if len(bound) else 0
+            final = finals[int(bound["run"].iloc[0])] if len(bound) else 0
             on.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
                     label=f"infinite (bound): {final:.1%}" if i == 0 else None)
         warm = _warmup(result, index)
