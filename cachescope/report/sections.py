@@ -3,102 +3,12 @@
 
 from __future__ import annotations
 
-import html
-import math
-from dataclasses import dataclass
-
-import numpy as np
-
 from cachescope.report import figures
+from cachescope.report.anatomy_section import anatomy_section  # noqa: F401  (page.py takes every section here)
+from cachescope.report.context import Context
+from cachescope.report.markup import count, duration, esc, facts, is_missing, missing, pct, section, table
 from cachescope.simulate.labels import approx_count, human_bytes, label
 from cachescope.simulate.registry import POLICIES
-
-TOP_FEATURES = 25
-ALLOW_SHARE = 0.95
-"""The allow-list answer: the fewest features that take this share of the cache's hits at the chosen size."""
-
-
-def esc(x) -> str:
-    return html.escape(str(x))
-
-
-@dataclass
-class Context:
-    result: object
-    names: dict | None
-    anatomy: object  # anatomy.Anatomy, or None
-    anatomy_missing: str  # why there is none
-    chosen: dict | None  # {"policy", "capacity", "why"}: the size the per-type and per-feature hit rates are at
-
-    @classmethod
-    def build(cls, result, names):
-        from cachescope.report.anatomy import anatomy_of
-
-        chosen = _chosen_size(result)
-        anatomy, missing = anatomy_of(result, chosen and chosen["capacity"], names)
-        return cls(result, names, anatomy, missing, chosen)
-
-
-def _chosen_size(result):
-    """The size an engineer would pick from this run: the first sizing answer (an LRU curve's first), else the
-    largest single cache simulated in entries."""
-    rows = [r for r in result.sizing.to_dict("records") if r.get("reachable") and r["capacity_unit"] == "entries"] \
-        if len(result.sizing) else []
-    rows.sort(key=lambda r: (r["policy"] != "lru", r["method"] != "exact"))
-    if rows:
-        r = rows[0]
-        return {"policy": r["policy"], "capacity": int(r["capacity"]),
-                "why": f"the size {POLICIES[r['policy']].label} needs for {r['target']:.0%}"}
-    runs = [r for r in result.summary_records() if r["capacity_unit"] == "entries" and "pods" not in r]
-    if runs:
-        r = max(runs, key=lambda r: r["capacity"])
-        return {"policy": r["policy"], "capacity": int(r["capacity"]), "why": "the largest cache simulated"}
-    return None
-
-
-def section(sid: str, title: str, body: str) -> str:
-    return f'<section id="{sid}"><h2>{esc(title)}</h2>{body}</section>'
-
-
-def missing(text: str) -> str:
-    return f'<p class="missing">{esc(text)}</p>'
-
-
-def table(headers, rows, text_columns=()) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f'<td{" class=text" if i in text_columns else ""}>{esc(c)}</td>'
-                                     for i, c in enumerate(r)) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def facts(pairs) -> str:
-    return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in pairs) + "</dl>"
-
-
-def pct(x, digits=1) -> str:
-    return "" if _missing(x) else f"{x:.{digits}%}"
-
-
-def _missing(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
-def _count(x) -> str:
-    """A count, or blank for one a row does not have (or a non-number a newer result may hold there)."""
-    try:
-        return "" if _missing(x) else f"{int(x):,}"
-    except (TypeError, ValueError):
-        return ""
-
-
-def duration(seconds) -> str:
-    if _missing(seconds):
-        return ""
-    if seconds < 1:
-        return f"{seconds * 1000:.1f} ms"
-    if seconds >= 7200:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.1f} s"
 
 
 # --- the answer ------------------------------------------------------------------------------------------
@@ -113,16 +23,16 @@ def sizing_sentence(row: dict) -> str:
     if row.get("at_curve_start"):
         size += " or less"
     text = f"{name} for {row['target']:.0%}: {size} per pod"
-    if unit == "entries" and not _missing(row.get("capacity_bytes")):
+    if unit == "entries" and not is_missing(row.get("capacity_bytes")):
         text += f" (~{human_bytes(row['capacity_bytes'])})"
     text += f", expect {row['hit_rate']:.1%}"
-    if not _missing(row.get("lookups_saved_per_s")):
+    if not is_missing(row.get("lookups_saved_per_s")):
         text += f"; saves {row['lookups_saved_per_s']:,.0f} lookups/s"
-    if not _missing(row.get("round_trips_saved_per_s")):
+    if not is_missing(row.get("round_trips_saved_per_s")):
         text += f" and {row['round_trips_saved_per_s']:,.0f} Redis round trips/s"
-    if not _missing(row.get("warmup_s")):
+    if not is_missing(row.get("warmup_s")):
         text += f"; warms up in {duration(row['warmup_s'])}"
-    if not _missing(row.get("knee_capacity")):
+    if not is_missing(row.get("knee_capacity")):
         fmt = human_bytes if unit == "bytes" else (lambda n: f"{int(n):,} entries")
         text += f"; knee at {fmt(row['knee_capacity'])}"
     return text + "."
@@ -181,113 +91,6 @@ def input_section(ctx: Context) -> str:
                         "(gaps, retransmissions, kernel drops) cannot be told from it. parse.py's --stats-json "
                         "of the capture it came from has them.")
     return section("input", "The input", body)
-
-
-# --- the traffic's anatomy -------------------------------------------------------------------------------
-
-def anatomy_section(ctx: Context) -> str:
-    a = ctx.anatomy
-    if a is None:
-        return section("anatomy", "The traffic's anatomy", missing(f"Not drawn: {ctx.anatomy_missing}."))
-    pairs = [("Zipf exponent", "too few repeated keys to fit" if a.zipf_s is None else
-              f"s = {a.zipf_s:.2f} (fitted on ranks 1 to {a.zipf_ranks[1]:,}; s near 1 or above: a small cache "
-              "holds most of the traffic)"),
-             ("one-hit wonders", f"{a.one_hit_keys:.1%} of the keys are looked up once ({a.one_hit_lookups:.1%} of "
-                                 "the lookups): no cache can hit them"),
-             ("lookups per read command", f"mean {np.mean(a.per_command):.1f}, median {np.median(a.per_command):.0f},"
-                                          f" max {int(np.max(a.per_command)):,}" if len(a.per_command) else "none")]
-    if len(a.reuse_lookups):
-        if a.reuse_seconds is not None:
-            pairs.append(("reuse time (median, 90th)", f"{duration(float(np.median(a.reuse_seconds)))}, "
-                                                       f"{duration(float(np.quantile(a.reuse_seconds, 0.9)))}"))
-        else:
-            pairs.append(("reuse distance (median, 90th)", f"{approx_count(np.median(a.reuse_lookups))} and "
-                          f"{approx_count(np.quantile(a.reuse_lookups, 0.9))} lookups (no clock: no reuse times)"))
-    if a.mean_value_size is not None:
-        pairs.append(("mean value size", f"{a.mean_value_size:,.0f} bytes"))
-    body = facts(pairs)
-    if a.truncated:
-        body += missing(f"This section describes the first {a.lookups:,} lookups of the trace only (the anatomy "
-                        "keeps a few numbers per lookup in memory).")
-    body += '<div class="grid">' + figures.popularity(a) + figures.reuse(a) + figures.per_command(a) + "</div>"
-    if a.reuse_seconds is None:
-        body += missing("This trace has no clock: reuse is measured in lookups, not seconds.")
-    body += _by_type(ctx) + _by_feature(ctx)
-    return section("anatomy", "The traffic's anatomy", body)
-
-
-def _at_size(ctx: Context) -> str:
-    a = ctx.anatomy
-    if a.lru_capacity is None:
-        return ""
-    how = "exact" if a.lru_rate >= 1 else f"estimated on a sample of {a.lru_rate:.0%} of the keys (SHARDS)"
-    return (f"Hit rate: LRU at {a.lru_capacity:,} entries ({esc(ctx.chosen['why'])}), {how}; "
-            f"{pct(a.lru_hit_rate)} over all lookups.")
-
-
-def _by_type(ctx: Context) -> str:
-    a = ctx.anatomy
-    df = a.by_type
-    cols = ["entity type (key prefix)", "lookups", "share", "entities", "cache keys"]
-    has_hits = "hit_rate" in df
-    if has_hits:
-        cols.append("LRU hit rate")
-    rows = []
-    for row in df.head(20).to_dict("records"):
-        cells = [row["type"], f"{row['lookups']:,}", pct(row["share"]), f"{row['entities']:,}", f"{row['keys']:,}"]
-        if has_hits:
-            cells.append(pct(row["hit_rate"]))
-        rows.append(cells)
-    out = "<h3>Per entity type</h3>" + table(cols, rows)
-    out += f"<p>{_at_size(ctx)}</p>" if has_hits else missing(
-        "No hit rate per type: give a target (--curve lru --target 70%) or an --lru size in entries.")
-    return out
-
-
-def _by_feature(ctx: Context) -> str:
-    a = ctx.anatomy
-    out = "<h3>Per feature</h3>"
-    df = a.by_feature
-    if df is None:
-        return out + missing("The trace's lookups have no fields (GET or keys traces): there are no features.")
-    if ctx.names is not None:
-        ids = [f for f in df["feature"]]
-        named = sum(1 for f in ids if f in ctx.names.values())
-        out += f"<p>The dictionary named {named:,} of the {len(ids):,} field ids the trace looks up.</p>"
-    else:
-        out += "<p>Features are shown by their field id (the decimal xxHash32 of the name); " \
-               "--feature-names names.txt names them.</p>"
-    has_hits, has_bytes = "hit_rate" in df, "byte_share" in df
-    cols = ["feature", "lookups", "share"] + (["bytes share"] if has_bytes else []) + ["entities"] \
-        + (["LRU hit rate", "share of hits"] if has_hits else [])
-    rows = []
-    for row in df.head(TOP_FEATURES).to_dict("records"):
-        cells = [row["feature"], f"{row['lookups']:,}", pct(row["share"])]
-        if has_bytes:
-            cells.append(pct(row["byte_share"]))
-        cells.append(f"{row['entities']:,}")
-        if has_hits:
-            cells += [pct(row["hit_rate"]), pct(row["hits_share"])]
-        rows.append(cells)
-    out += table(cols, rows, text_columns=(0,))
-    if len(df) > TOP_FEATURES:
-        out += f"<p>The {TOP_FEATURES} most looked-up of {len(df):,} features.</p>"
-    if not has_bytes:
-        out += missing("No bytes per feature: this trace has no value sizes (a capture or its Parquet trace has).")
-    if not has_hits:
-        return out + missing("No allow-list answer: it needs a cache size (--curve lru --target 70%, or --lru N).")
-    allowed = a.allow_list(ALLOW_SHARE)
-    keep = len(allowed)
-    rest = df[~df["feature"].isin(allowed)]
-    listed = ", ".join(allowed[:12])
-    more = f" and {keep - 12:,} more" if keep > 12 else ""
-    out += (f"<p><b>Allow-list:</b> {keep:,} of {len(df):,} features take {ALLOW_SHARE:.0%} of the hits at this "
-            f"size ({esc(listed)}{esc(more)}). The other {len(rest):,} take {rest['share'].sum():.1%} of the "
-            f"lookups and {rest['hits_share'].sum():.1%} of the hits: their entries fill the cache and are rarely "
-            "read again. Simulate the allow-list with --allow-list FILE to see what it gains.</p>")
-    out += ("<details><summary>The allow-list, one feature a line (save it as a file for --allow-list)</summary>"
-            f"<pre>{esc(chr(10).join(allowed))}</pre></details>")
-    return out
 
 
 # --- curves and the sizing answer ------------------------------------------------------------------------
@@ -396,8 +199,8 @@ def fleet_section(ctx: Context) -> str:
         served = row.get("round_trips_saved")
         cells.append([label(row["policy"], row["capacity"], row["capacity_unit"]), f"{row['pods']:,}",
                       row["route"] + (" (estimate)" if isinstance(row.get("estimate"), str) else ""),
-                      pct(row["hit_rate"]), "" if _missing(served) else f"{int(served):,}"]
-                     + ([_count(row.get("round_trips"))] if batches else [])
+                      pct(row["hit_rate"]), "" if is_missing(served) else f"{int(served):,}"]
+                     + ([count(row.get("round_trips"))] if batches else [])
                      + [f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
                         f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
     body = table(cols, cells)
@@ -416,9 +219,9 @@ def limits_section(ctx: Context) -> str:
     r, a, q = ctx.result, ctx.anatomy, ctx.result.request
     items = []
     span = r.duration_s()
-    warmups = [x for x in (list(r.summary["warmup_s"]) if "warmup_s" in r.summary else []) if not _missing(x)]
+    warmups = [x for x in (list(r.summary["warmup_s"]) if "warmup_s" in r.summary else []) if not is_missing(x)]
     if len(r.sizing) and "warmup_s" in r.sizing:
-        warmups += [x for x in r.sizing["warmup_s"] if not _missing(x)]
+        warmups += [x for x in r.sizing["warmup_s"] if not is_missing(x)]
     if span is None:
         items.append("Time: the trace has no clock, so nothing here is per second, and warm-up, recovery, TTLs and "
                      "deploys cannot be simulated. A MONITOR log, a capture or its Parquet trace has one.")
