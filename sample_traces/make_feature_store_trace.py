@@ -17,7 +17,7 @@ The traffic model, one prediction-service pod talking to the feature store:
   `HSET`s (about 0.7% of commands); connections `PING` now and then.
 
 Only numpy's default_rng draws randomness, in a fixed order: the same arguments give byte-identical output.
-Usage: python sample_traces/make_feature_store_trace.py -o OUT [--seed N] [--requests N] [--minutes M]
+Usage: python sample_traces/make_feature_store_trace.py -o OUT [--seed N] [--requests N] [--minutes M] [--names FILE]
 """
 
 from __future__ import annotations
@@ -228,18 +228,30 @@ def generate(seed: int, requests: int, minutes: float) -> list[str]:
     return ["OK"] + [line for _, line in events]  # redis-cli MONITOR prints OK first
 
 
+def all_feature_names(seed: int) -> list[str]:
+    """Every feature name the trace of `seed` can use, each type's in turn: the dictionary that names its field
+    ids (`simulate.py --feature-names`). The names are the generator's first draws, so they are the same
+    whatever the number of requests and minutes."""
+    rng = np.random.default_rng(seed)
+    return [name for prefix in ENTITIES for name in feature_names(rng, prefix)]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-o", "--output", required=True, help="the .monitor file to write")
     p.add_argument("--seed", type=int, default=20231114, help="random seed (default: %(default)s)")
     p.add_argument("--requests", type=int, default=1600, help="prediction requests (default: %(default)s)")
     p.add_argument("--minutes", type=float, default=25.0, help="span of the trace (default: %(default)s)")
+    p.add_argument("--names", metavar="FILE", help="also write the feature names, one a line (the dictionary)")
     args = p.parse_args(argv)
     if args.requests < 1 or args.minutes <= 0:
         p.error("--requests must be >= 1 and --minutes > 0")
     lines = generate(args.seed, args.requests, args.minutes)
     with open(args.output, "w", encoding="ascii", newline="\n") as f:
         f.write("\n".join(lines) + "\n")
+    if args.names:
+        with open(args.names, "w", encoding="ascii", newline="\n") as f:
+            f.write("\n".join(all_feature_names(args.seed)) + "\n")
     return 0
 
 

@@ -43,6 +43,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,8 +207,10 @@ def pipelined(c: Command) -> tuple[str, str, list]:
     return c.cmd, c.args[0], [(f, v.encode()) for f, v in zip(c.args[1::2], c.args[2::2])]
 
 
-def run(server: RedisServer, commands: list[Command], replayed: list[Command], seed: int):
-    """Loads the data, replays the requests, closes every connection; returns (connections, replay, data)."""
+def run(server: RedisServer, commands: list[Command], replayed: list[Command], seed: int, pace: float | None = None):
+    """Loads the data, replays the requests, closes every connection; returns (connections, replay, data).
+    With `pace`, each request goes out at its time in the log divided by `pace` (the log's clock run `pace`
+    times faster; the capture's clock is the real one), else as fast as the server answers."""
     data = dataset(commands, replayed, seed)
     clients = list(dict.fromkeys(c.client for c in replayed))
     # Connect everyone first, so the capture's connections appear in the truth's order.
@@ -217,7 +220,11 @@ def run(server: RedisServer, commands: list[Command], replayed: list[Command], s
     loaded = [(key, fields) for key, fields in data.items() if fields]
     for i in range(0, len(loaded), LOAD_BATCH):
         replay.pipeline(loader, [("HSET", key, list(fields.items())) for key, fields in loaded[i:i + LOAD_BATCH]])
+    start, first_us = time.monotonic(), replayed[0].ts_us if replayed else 0
     for request in requests(replayed):
+        if pace:
+            due = start + (request[0].ts_us - first_us) / 1e6 / pace
+            time.sleep(max(0.0, due - time.monotonic()))
         conn = conns[request[0].client]
         replay.pipeline(conn, [pipelined(c) for c in request])
     everyone = [loader, *conns.values()]
@@ -249,7 +256,7 @@ def pick_port(wanted: int) -> int:
     return port
 
 
-def record(output: Path, n: int, seed: int, port: int, monitor: Path = MONITOR) -> dict:
+def record(output: Path, n: int, seed: int, port: int, monitor: Path = MONITOR, pace: float | None = None) -> dict:
     """Records the capture and writes its truth; returns what `report` prints."""
     commands = read_monitor(monitor)
     replayed = commands[:n]
@@ -257,13 +264,13 @@ def record(output: Path, n: int, seed: int, port: int, monitor: Path = MONITOR) 
     with tempfile.TemporaryDirectory(prefix="record-capture-") as workdir, \
             RedisServer(workdir, port=pick_port(port)) as server:
         with Tcpdump(output, server.port, "lo") as dump:
-            connections, replay, data = run(server, commands, replayed, seed)
+            connections, replay, data = run(server, commands, replayed, seed, pace)
             clients = [c.client for c in connections]
             stats = dump.stop(settled=lambda: flows_closed(output, server.port, clients))
     if stats.get("dropped by kernel", 0):
         raise HarnessError(f"the kernel dropped packets, so the capture has holes: {stats}")
     meta = {"server": server.address, "port": server.port, "seed": seed, "source": monitor.name,
-            "replayed": len(replayed)}
+            "replayed": len(replayed), **({"pace": pace} if pace else {})}
     truth_path.write_text(truth_json(meta, connections))
     return {"truth": truth_path, "source": monitor.name, "port": server.port, "tcpdump": stats,
             "connections": connections, "counts": replay.counts, "entities": len(data), "loaded": sum(1 for v in data.values() if v)}
@@ -295,7 +302,12 @@ def main(argv=None) -> int:
     p.add_argument("--monitor", type=Path, default=MONITOR,
                    help="the MONITOR log to replay, made by make_feature_store_trace.py with its default --seed "
                         "(default: sample_traces/feature_store.monitor)")
+    p.add_argument("--pace", type=float, metavar="F",
+                   help="send each request at its time in the log divided by F (the log's clock F times faster), "
+                        "so the capture's clock means something; default: as fast as the server answers")
     args = p.parse_args(argv)
+    if args.pace is not None and not args.pace > 0:
+        p.error("--pace must be above 0")
     if args.commands < 1:
         p.error("--commands must be >= 1")
     missing = [tool for tool in ("redis-server", "tcpdump") if shutil.which(tool) is None]
@@ -305,7 +317,7 @@ def main(argv=None) -> int:
         print("record_capture: not root; tcpdump needs CAP_NET_RAW to capture", file=sys.stderr)
     output = Path(args.output)
     try:
-        result = record(output, args.commands, args.seed, args.port, args.monitor)
+        result = record(output, args.commands, args.seed, args.port, args.monitor, args.pace)
     except (HarnessError, ValueError, RuntimeError, redis.RedisError) as e:
         print(f"record_capture: {e}", file=sys.stderr)
         return 1

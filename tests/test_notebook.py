@@ -9,7 +9,8 @@ from conftest import REPO
 import pytest
 
 
-@pytest.mark.parametrize("name", ["01_quickstart.ipynb", "02_policies_and_deploys.ipynb", "03_fleets.ipynb"])
+@pytest.mark.parametrize("name", ["01_quickstart.ipynb", "02_policies_and_deploys.ipynb", "03_fleets.ipynb",
+                                  "04_anatomy.ipynb"])
 def test_notebook_executes(name):
     path = REPO / "notebooks" / name
     nb = nbformat.read(path, as_version=4)

@@ -1,4 +1,5 @@
-"""The README's first command works as written (less its `pip install`, which the test run has done)."""
+"""The README's first command works as written (less its `pip install`, which the test run has done), and prints
+what the README shows."""
 
 import re
 import shlex
@@ -13,7 +14,10 @@ def test_quick_start_command(tmp):
     assert install == "pip install -r requirements.txt"
     args = shlex.split(command)
     assert args[:2] == ["python", "simulate.py"]
-    args = [str(tmp / a) if a.endswith(".png") else a for a in args[1:]]
-    out = run_cli(*args, check_rc=0).stdout
+    args = [str(tmp / a) if a.endswith((".png", ".html")) else a for a in args[1:]]
+    out = run_cli(*args, "--no-progress", check_rc=0).stdout
     assert re.search(r"^LRU 10k ", out, re.M) and "infinite (bound)" in out
-    assert list(tmp.glob("*.png"))
+    # the output the README shows is what the command prints today
+    shown = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.S).group(1)
+    assert out.rstrip("\n") == shown
+    assert list(tmp.glob("*.png")) and list(tmp.glob("*.html"))

@@ -6,24 +6,30 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import cachescope
 from capture_truth import assert_matches_truth, field_writes, load_truth, lookups
 from conftest import REPO, run_cli
 
-PCAP = REPO / "sample_traces" / "feature_store.pcap"
-TRUTH = REPO / "sample_traces" / "feature_store.truth.json"
+SAMPLES = REPO / "sample_traces"
+
+
+@pytest.fixture(scope="module", params=["feature_store", "feature_store_paced"])
+def sample(request):
+    """The quick capture (replayed as fast as the server answers) and the paced one (the log's clock 6x)."""
+    return SAMPLES / f"{request.param}.pcap", SAMPLES / f"{request.param}.truth.json"
 
 
 @pytest.fixture(scope="module")
-def truth():
-    return load_truth(TRUTH)
+def truth(sample):
+    return load_truth(sample[1])
 
 
 @pytest.fixture(scope="module")
-def parsed(truth):
-    return cachescope.parse_capture(str(PCAP), ports=(truth["port"],))
+def parsed(sample, truth):
+    return cachescope.parse_capture(str(sample[0]), ports=(truth["port"],))
 
 
 def test_the_capture_is_complete(parsed):
@@ -44,8 +50,8 @@ def test_the_truth_holds_what_the_readme_says(truth):
                                     for c in conn["commands"])
 
 
-def test_simulate_runs_on_the_capture(truth):
-    proc = run_cli("simulate.py", PCAP, "--port", truth["port"], "--lru", "1e3,1e4", "--json", check_rc=0)
+def test_simulate_runs_on_the_capture(sample, truth):
+    proc = run_cli("simulate.py", sample[0], "--port", truth["port"], "--lru", "1e3,1e4", "--json", check_rc=0)
     out = json.loads(proc.stdout)
     looked_up = lookups(truth)
     assert out["trace"]["lookups"] == len(looked_up)
@@ -55,3 +61,17 @@ def test_simulate_runs_on_the_capture(truth):
     small, large = out["results"]
     assert (small["capacity"], large["capacity"]) == (1000, 10000)
     assert 0 < small["hits"] <= large["hits"] <= out["infinite"]["hits"]  # LRU's inclusion property
+
+
+def test_the_paced_capture_has_a_clock_that_means_something(sample, truth, parsed):
+    """The paced capture went out at the log's pace (sped up `pace` times), so its span is minutes of real time,
+    that of the log over the pace; the quick one spans a fraction of a second."""
+    reads = parsed[parsed["op"] == "read"]
+    span = (reads["ts_ns"].max() - reads["ts_ns"].min()) / 1e9
+    if "pace" not in truth:
+        assert span < 5
+        return
+    assert 120 < span < 600
+    # the log's requests are spread over its span: the capture's lookups are too, not bunched at one end
+    minutes = np.histogram(reads["ts_ns"], bins=int(span // 60))[0]
+    assert minutes.min() > 0.5 * minutes.mean()

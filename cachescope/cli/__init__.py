@@ -1,28 +1,47 @@
-"""The `cachescope` console script: `cachescope capture ...`, `cachescope simulate ...` (and later `parse`)."""
+"""The `cachescope` console script: `cachescope capture|parse|simulate ...`, `--help`, `--version`."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from cachescope.cli.common import EXIT_USAGE, run
 
-USAGE = ("usage: cachescope capture -o FILE [options] | cachescope simulate TRACE --lru N[,N...] [options]"
-         "   (cachescope COMMAND --help for more)")
+# name: (module under cachescope.cli, one line of what it does); each module has main(argv, prog=...).
+COMMANDS = {
+    "capture": ("capture", "record a host's Redis traffic to a pcap (tcpdump) or a MONITOR log"),
+    "parse": ("parse", "turn a capture or MONITOR log into a trace (Parquet, commands text, MONITOR)"),
+    "simulate": ("simulate", "hit rates of cache policies over a trace or capture: curves, sizing, fleets, report"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: cachescope COMMAND [options]   (cachescope COMMAND --help for its options)", "",
+             "commands:"]
+    lines += [f"  {name:<{width}}  {what}" for name, (_, what) in COMMANDS.items()]
+    lines += ["", "  --version   print the version and exit", "  --help      print this and exit"]
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stderr if not argv else sys.stdout)
-        return EXIT_USAGE if not argv else 0
+    if not argv:
+        print(usage(), file=sys.stderr)
+        return EXIT_USAGE
+    if argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        import cachescope
+
+        print(f"cachescope {cachescope.__version__}")
+        return 0
     command, rest = argv[0], argv[1:]
-    if command == "simulate":
-        from cachescope.cli import simulate
-
-        return run("cachescope simulate", lambda a: simulate.main(a, prog="cachescope simulate"), rest)
-    if command == "capture":
-        from cachescope.cli import capture
-
-        return run("cachescope capture", lambda a: capture.main(a, prog="cachescope capture"), rest)
-    print(f"cachescope: error: unknown command {command!r} ({USAGE})", file=sys.stderr)
-    return EXIT_USAGE
+    if command not in COMMANDS:
+        print(f"cachescope: error: unknown command {command!r}; choose from {', '.join(COMMANDS)} "
+              "(cachescope --help)", file=sys.stderr)
+        return EXIT_USAGE
+    module = importlib.import_module(f"cachescope.cli.{COMMANDS[command][0]}")
+    prog = f"cachescope {command}"
+    return run(prog, lambda a: module.main(a, prog=prog), rest)

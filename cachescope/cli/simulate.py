@@ -103,6 +103,11 @@ def build_parser(prog: str) -> Parser:
     out.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     out.add_argument("--plot", metavar="FILE.png", help="draw hit rate over time, one line per capacity")
     out.add_argument("--timeline", metavar="FILE.csv", help="write the hit-rate timeline as CSV")
+    out.add_argument("--report", metavar="FILE.html",
+                     help="write the whole answer as one self-contained HTML page (input, traffic anatomy, "
+                          "curves and sizing, hit rate over time, fleets, limits)")
+    out.add_argument("--feature-names", metavar="FILE",
+                     help="feature names, one a line: the report names the trace's xxHash32 field ids with them")
     out.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
 
@@ -110,8 +115,13 @@ def build_parser(prog: str) -> Parser:
 def main(argv=None, prog: str = "simulate.py") -> int:
     args = build_parser(prog).parse_args(argv)
     check_outputs([*(("trace", t) for t in args.trace), ("--refresh-schedule", args.refresh_schedule),
-                   ("--allow-list", args.allow_list)],
-                  [("--plot", args.plot), ("--timeline", args.timeline)])
+                   ("--allow-list", args.allow_list), ("--feature-names", args.feature_names)],
+                  [("--plot", args.plot), ("--timeline", args.timeline), ("--report", args.report)])
+    names = None
+    if args.feature_names:
+        from cachescope.report.features import read_feature_names
+
+        names = read_feature_names(args.feature_names)  # before the simulation: a bad file fails fast
     if args.plot:
         from cachescope.simulate.plot import check_plot_path
 
@@ -156,6 +166,9 @@ def main(argv=None, prog: str = "simulate.py") -> int:
     if args.plot:
         result.plot(args.plot)
         print(f"wrote the plot to {args.plot}", file=sys.stderr)
+    if args.report:
+        result.report(args.report, feature_names=list(names.values()) if names else None)
+        print(f"wrote the report to {args.report}", file=sys.stderr)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")

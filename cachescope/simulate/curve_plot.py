@@ -14,18 +14,16 @@ from cachescope.simulate.labels import approx_count, human_bytes, human_count
 def plot_curves(result, path: str | None = None, title: str | None = None):
     """Draws the curves and the capacity x time heatmap of the first curve; saves to `path` if given; returns
     the Figure."""
-    from matplotlib.figure import Figure
+    from cachescope.simulate.style import figure, save
 
-    fig = Figure(figsize=(13, 5.5), dpi=120)
-    curve_ax, heat_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1]})
+    fig, (curve_ax, heat_ax) = figure(1, 2, (13, 5.5), gridspec_kw={"width_ratios": [1.1, 1]})
     _draw_curves(result, curve_ax)
     _draw_heatmap(result, heat_ax, fig)
     name = os.path.basename(result.trace.path)
     fig.suptitle(title or f"How big a cache: {name} ({result.trace.lookups:,} lookups, "
                  f"{result.unique_keys:,} unique keys)")
-    fig.tight_layout()
     if path is not None:
-        fig.savefig(path)
+        save(fig, path)
     return fig
 
 
@@ -38,12 +36,15 @@ def _draw_curves(result, ax):
     as a line, each answer as a dot on its curve with its size, each knee as a triangle."""
     from matplotlib.ticker import FuncFormatter
 
+    from cachescope.simulate.style import BOUND, legend_below, run_color
+
     unit = "entries"
     colors = {}
-    for (policy, unit, method), curve in result.curves.groupby(["policy", "capacity_unit", "method"], sort=False):
+    groups = result.curves.groupby(["policy", "capacity_unit", "method"], sort=False)
+    for i, ((policy, unit, method), curve) in enumerate(groups):
         sampled = method != "exact"
-        label = f"{POLICIES[policy].label} ({method}" + (f", {curve['sample_rate'].iloc[0]:.3g} sample)" if sampled else ")")
-        line, = ax.plot(curve["capacity"], curve["hit_rate"] * 100, linewidth=2, label=label,
+        label = f"{POLICIES[policy].label} ({method}" + (f", {curve['sample_rate'].iloc[0]:.2%} of the keys)" if sampled else ")")
+        line, = ax.plot(curve["capacity"], curve["hit_rate"] * 100, linewidth=2, label=label, color=run_color(i),
                         linestyle="--" if sampled else "-")
         colors[(policy, method)] = line.get_color()
         if sampled:
@@ -53,11 +54,13 @@ def _draw_curves(result, ax):
             ax.plot(curve["capacity"], curve["command_hit_rate"] * 100, linewidth=1, linestyle="-.",
                     color=line.get_color(), alpha=0.7, label=f"{POLICIES[policy].label}: round trips saved")
     runs = result.summary
+    if len(runs) and "pods" in runs:  # a fleet's capacity is per pod: its hit rate is no point of the curve
+        runs = runs[runs["pods"].isna() | (runs["pods"] == 1)]
     if len(runs):
         for policy, group in runs[runs["capacity_unit"] == unit].groupby("policy"):
             ax.scatter(group["capacity"], group["hit_rate"] * 100, zorder=3, s=24, color="black", marker="x",
                        label=f"{POLICIES[policy].label} runs")
-    ax.axhline(result.infinite["hit_rate"] * 100, color="0.45", linestyle="--", linewidth=1.2,
+    ax.axhline(result.infinite["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1.2,
                label=f"infinite (bound): {result.infinite['hit_rate']:.1%}")
     fmt = _fmt_capacity(unit)
     sizing = result.sizing.to_dict("records")
@@ -71,7 +74,9 @@ def _draw_curves(result, ax):
             ax.scatter([row["capacity"]], [row["hit_rate"] * 100], color=color, zorder=4, s=30)
             ax.annotate(fmt(row["capacity"]), (row["capacity"], row["hit_rate"] * 100), textcoords="offset points",
                         xytext=(5, -11 - 9 * (index % 3)), fontsize=8, color=color)
-    knees = {(r["policy"], r["method"]): r["knee_capacity"] for r in sizing if r.get("knee_capacity")}
+    # A curve too short to have a knee has none (NaN in the frame, which is truthy: test for a number).
+    knees = {(r["policy"], r["method"]): r["knee_capacity"] for r in sizing
+             if r.get("knee_capacity") is not None and r["knee_capacity"] == r["knee_capacity"]}
     for (policy, method), knee in knees.items():
         curve = result.curves[(result.curves["policy"] == policy) & (result.curves["method"] == method)]
         at = curve.iloc[(curve["capacity"] - knee).abs().argmin()]
@@ -84,7 +89,7 @@ def _draw_curves(result, ax):
     ax.set_ylabel("hit rate (%)")
     ax.set_title("Hit rate at every capacity")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="upper left", fontsize=8)
+    legend_below(ax)
 
 
 def _draw_heatmap(result, ax, fig):

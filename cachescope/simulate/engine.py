@@ -192,6 +192,17 @@ def simulate_trace(
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
+    # What was asked, as the report states its assumptions (and where to read the trace again for its anatomy).
+    sources = getattr(source, "sources", [source])
+    result.request = {
+        "inputs": [(s.path, s.format, s.ports, s.rereadable) for s in sources],
+        "writes": writes, "entry_overhead": entry_overhead, "allow_list": allow_list is not None,
+        "allowed_features": 0 if allow is None else len(allow), "ttl": ttl, "restart_every": restart_every,
+        "restart_at": list(restarts), "rolling": rolling_restart_every, "rolling_over": rolling_over,
+        "targets": targets, "curve": curve_policies, "sample": sample, "sample_keys": sample_keys,
+        "salts": salts, "pods": pods, "route": route, "one_pod_of": one_pod_of,
+        "assume_value_size": assume_value_size, "refresh_schedule": refresh_schedule is not None,
+    }
     return result
 
 

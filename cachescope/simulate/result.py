@@ -44,6 +44,9 @@ class SimulationResult:
         self.capture_stats: dict = {}
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
+        self.request: dict = {}
+        """What simulate_trace was asked (inputs, write mode, overhead, targets, pods, ...): the report's
+        assumptions."""
 
     @property
     def summary(self):
@@ -250,6 +253,30 @@ class SimulationResult:
         from cachescope.simulate.plot import plot_timeline
 
         return plot_timeline(self, path, title, ax)
+
+    def anatomy(self, feature_names=None, capacity: int | None = None):
+        """The traffic's anatomy (reads the trace again): `.counts` (lookups per key, most popular first),
+        `.zipf_s`, `.one_hit_keys`, `.reuse_seconds` / `.reuse_lookups`, `.per_command`, and the frames
+        `.by_type` (per key prefix) and `.by_feature` (per field, named by `feature_names`: a file of names or a
+        list), with LRU's hit rate at `capacity` entries when given. The report's anatomy section, as data."""
+        from cachescope.errors import UsageError
+        from cachescope.report.anatomy import anatomy_of
+        from cachescope.report.features import read_feature_names
+
+        names = None if feature_names is None else read_feature_names(feature_names)
+        found, why = anatomy_of(self, capacity, names)
+        if found is None:
+            raise UsageError(f"no anatomy: {why}")
+        return found
+
+    def report(self, path: str, feature_names=None, title: str | None = None) -> str:
+        """Writes the whole answer as one self-contained HTML page to `path` (the input and its losses, the
+        traffic's anatomy, the curves and the sizing answer with its assumptions, the hit rate over time, the
+        fleets, and what the trace cannot tell); `feature_names`: a file of feature names (one a line) or a
+        list of them, to name the trace's xxHash32 field ids. Returns the path."""
+        from cachescope.report import write_report
+
+        return write_report(self, path, feature_names=feature_names, title=title)
 
     def __repr__(self) -> str:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"

@@ -1,0 +1,42 @@
+"""What every section reads: the result, the feature dictionary, the anatomy (read from the trace again) and
+the size the per-type and per-feature hit rates are given at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cachescope.simulate.registry import POLICIES
+
+
+@dataclass
+class Context:
+    result: object
+    names: dict | None
+    anatomy: object  # anatomy.Anatomy, or None
+    anatomy_missing: str  # why there is none
+    chosen: dict | None  # {"policy", "capacity", "why"}: the size the per-type and per-feature hit rates are at
+
+    @classmethod
+    def build(cls, result, names):
+        from cachescope.report.anatomy import anatomy_of
+
+        chosen = _chosen_size(result)
+        anatomy, missing = anatomy_of(result, chosen and chosen["capacity"], names)
+        return cls(result, names, anatomy, missing, chosen)
+
+
+def _chosen_size(result):
+    """The size an engineer would pick from this run: the first sizing answer (an LRU curve's first), else the
+    largest single cache simulated in entries."""
+    rows = [r for r in result.sizing.to_dict("records") if r.get("reachable") and r["capacity_unit"] == "entries"] \
+        if len(result.sizing) else []
+    rows.sort(key=lambda r: (r["policy"] != "lru", r["method"] != "exact"))
+    if rows:
+        r = rows[0]
+        return {"policy": r["policy"], "capacity": int(r["capacity"]),
+                "why": f"the size {POLICIES[r['policy']].label} needs for {r['target']:.0%}"}
+    runs = [r for r in result.summary_records() if r["capacity_unit"] == "entries" and "pods" not in r]
+    if runs:
+        r = max(runs, key=lambda r: r["capacity"])
+        return {"policy": r["policy"], "capacity": int(r["capacity"]), "why": "the largest cache simulated"}
+    return None
