@@ -41,11 +41,12 @@ def default_workers(tasks: int) -> int:
 
 
 class TaskFailed(Exception):
-    """A task that did not complete (its worker died too often, or it raised): `name` and the one line."""
+    """A task that did not complete (its worker died too often, or it raised): `name`, the one line, and
+    the exception."""
 
-    def __init__(self, name: str, message: str):
+    def __init__(self, name: str, message: str, error: BaseException | None = None):
         super().__init__(f"{name}: {message}")
-        self.name, self.message = name, message
+        self.name, self.message, self.error = name, message, error
 
 
 def run_tasks(fn: Callable, args: list[tuple], names: list[str], *, workers: int | None = None,
@@ -80,7 +81,7 @@ def run_tasks(fn: Callable, args: list[tuple], names: list[str], *, workers: int
                     try:
                         results[i] = future.result()
                     except Exception as e:  # noqa: BLE001 - KilledWorker, or an error the task did not expect
-                        results[i] = TaskFailed(names[i], _one_line(e))
+                        results[i] = TaskFailed(names[i], _one_line(e), e)
                     bar.update(1)
             return results
     finally:
