@@ -75,13 +75,13 @@ def test_dataset_is_partitioned_and_simulates_as_the_one_file(tmp, fleet):
     parts = sorted(p.relative_to(tmp / "fleet").as_posix() for p in (tmp / "fleet").rglob("*.parquet"))
     assert parts == [f"host=host{h}/date=2023-11-14/hour=22/host{h}-host{h}.pcap.parquet" for h in (1, 2, 3)]
     docs = []
-    for trace in (f"{tmp}/fleet/", tmp / "fleet.parquet", f"{tmp}/fleet/**/*.parquet"):
+    for trace in (f"{tmp}/fleet/", tmp / "fleet.parquet", f"{tmp}/fleet/**/*.parquet", f"file://{tmp}/fleet/"):
         proc = run_cli("simulate.py", trace, "--lru", "4,16", "--route", "client", "--json", "--no-progress",
                        check_rc=0)
         doc = json.loads(proc.stdout)
         doc["trace"].pop("path")
         docs.append(doc)
-    assert docs[0] == docs[1] == docs[2]
+    assert docs[0] == docs[1] == docs[2] == docs[3]
     clients = [p["client"] for p in docs[0]["results"][0]["per_pod"]]
     assert sorted(clients) == ["host1:10.0.0.1", "host2:10.0.0.2", "host3:10.0.0.3"]
 

@@ -222,18 +222,22 @@ def simulate_trace(
 def _open(trace, format, granularity, ports):
     """A trace source: an open one as it is, a path, or several paths merged in time order (the captures
     of several service hosts read as one fleet's stream)."""
-    from cachescope.trace.dataset import DatasetSource, is_dataset, is_part_file
+    from cachescope.trace.dataset_spec import is_dataset, is_part_file
 
-    if isinstance(trace, (TraceSource, MergedSource, DatasetSource)):
+    if hasattr(trace, "batches"):  # a source already open (TraceSource, MergedSource, DatasetSource)
         return trace
     if isinstance(trace, (list, tuple)):
         if len(trace) == 1:
             return _open(trace[0], format, granularity, ports)
         if format in (None, "parquet") and all(is_part_file(t) for t in trace):
             # A dataset's parts as the shell expanded its glob: read as the dataset, not as separate traces.
+            from cachescope.trace.dataset import DatasetSource
+
             return DatasetSource(None, granularity, files=[str(t) for t in trace])
         return MergedSource([open_trace(t, format, granularity, ports) for t in trace])
     if format in (None, "parquet") and is_dataset(trace):
+        from cachescope.trace.dataset import DatasetSource
+
         return DatasetSource(os.fspath(trace), granularity)
     return open_trace(trace, format, granularity, ports)
 

@@ -16,36 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.trace.dataset_spec import PART_HOST_KEY  # noqa: F401 (part.py writes it)
 from cachescope.trace.readers import ClientHosts, TraceInfo
 from cachescope.trace.timemerge import Stream, merge_streams
 
-# Key-value metadata of a part: the host its capture was taken on.
-PART_HOST_KEY = b"cachescope.host"
 # Rows read at a time from each part being merged (several are open at once).
 PART_BATCH_ROWS = 1 << 15
-
-
-def is_dataset(spec) -> bool:
-    """Whether `spec` names a dataset: a URL, a folder, or a glob pattern that names no file itself."""
-    if not isinstance(spec, (str, os.PathLike)):
-        return False
-    spec = os.fspath(spec)
-    if "://" in spec:
-        return True
-    if os.path.isdir(spec):
-        return True
-    return not os.path.exists(spec) and glob.has_magic(spec)
-
-
-def is_part_file(path: str) -> bool:
-    """Whether `path` is a part parse.py wrote (a shell-expanded glob of a dataset's files)."""
-    if not str(path).endswith((".parquet", ".pq")) or not os.path.isfile(path):
-        return False
-    try:
-        meta = pq.read_schema(path).metadata or {}
-    except (pa.ArrowException, OSError):
-        return False
-    return PART_HOST_KEY in meta
 
 
 def dataset_files(spec: str) -> tuple[object, list[str]]:
@@ -71,7 +47,9 @@ def dataset_files(spec: str) -> tuple[object, list[str]]:
     else:
         files = [f for f in glob.glob(spec, recursive=True) if _is_data(os.path.basename(f))]
     if not files:
-        raise TraceFormatError(f"{spec}: no Parquet files (.parquet) in this dataset")
+        what = "is a directory, with no Parquet files (.parquet) of a dataset" if os.path.isdir(spec) \
+            else "no Parquet files (.parquet) match"
+        raise TraceFormatError(f"{spec}: {what}")
     return None, sorted(files)
 
 
