@@ -87,6 +87,8 @@ def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: boo
         workers = default_workers(len(subsets))
     base = {k: v for k, v in call.items() if k not in ("scheduler", "workers", "_subset", "capacities")}
     base.update(call["capacities"], progress=False)
+    if getattr(source, "format", None) == "pcap":
+        base["ports"] = source.ports  # found once here, not again by every task
     args = [({**base, "_subset": s},) for s in subsets]
     parts = run_tasks(_task, args, names, workers=workers, scheduler=scheduler, progress=call["progress"],
                       what="simulations")
