@@ -19,7 +19,7 @@ from cachescope.errors import CachescopeError
 from cachescope.parse.clock_offset import ConnectionSignatures
 from cachescope.parse.inputs import Capture
 from cachescope.parse.schema import SCHEMA
-from cachescope.trace.dataset import PART_HOST_KEY
+from cachescope.trace.dataset_spec import PART_HOST_KEY
 
 
 def part_path(root: str, capture: Capture, first_ts: int, partitioned: bool) -> str:

@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cachescope.errors import TraceFormatError, UsageError
-from cachescope.trace.dataset_spec import PART_HOST_KEY  # noqa: F401 (part.py writes it)
 from cachescope.trace.readers import ClientHosts, TraceInfo
 from cachescope.trace.timemerge import Stream, merge_streams
 

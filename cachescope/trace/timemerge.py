@@ -42,10 +42,8 @@ class _Open:
         self.order_max: int | None = None
 
 
-def merge_streams(streams: list[Stream], on_error=None) -> Iterator[pa.RecordBatch]:
-    """The rows of `streams` merged in time order, as record batches of the trace schema. `on_error(name,
-    exc)`, when given, is told of a stream that fails (its rows so far are kept, the others go on);
-    without it the error propagates."""
+def merge_streams(streams: list[Stream]) -> Iterator[pa.RecordBatch]:
+    """The rows of `streams` merged in time order, as record batches of the trace schema."""
     opened: dict[int, _Open] = {}
     ended: set[int] = set()
     numbering = _Renumbering()
@@ -56,13 +54,13 @@ def merge_streams(streams: list[Stream], on_error=None) -> Iterator[pa.RecordBat
     next_waiting = 0
     for k, s in enumerate(streams):
         if s.start is None:
-            _pull(k, streams, opened, ended, on_error)
+            _pull(k, streams, opened, ended)
     while True:
         live = [k for k in opened if k not in ended]
         unread = [k for k in live if opened[k].last is None]
         if unread:  # opened, nothing read yet (empty batches so far)
             for k in unread:
-                _pull(k, streams, opened, ended, on_error)
+                _pull(k, streams, opened, ended)
             continue
         bounds = [opened[k].last for k in live]
         if next_waiting < len(waiting):
@@ -79,9 +77,9 @@ def merge_streams(streams: list[Stream], on_error=None) -> Iterator[pa.RecordBat
                 pending, pending_rows = [], 0
         for k in live:
             if opened[k].last == horizon:
-                _pull(k, streams, opened, ended, on_error)
+                _pull(k, streams, opened, ended)
         while next_waiting < len(waiting) and streams[waiting[next_waiting]].start == horizon:
-            _pull(waiting[next_waiting], streams, opened, ended, on_error)
+            _pull(waiting[next_waiting], streams, opened, ended)
             next_waiting += 1
     table = _release(opened, ended, None)
     if table is not None:
@@ -89,21 +87,15 @@ def merge_streams(streams: list[Stream], on_error=None) -> Iterator[pa.RecordBat
     yield from _batches(pending)
 
 
-def _pull(k, streams, opened, ended, on_error) -> None:
+def _pull(k, streams, opened, ended) -> None:
     """Reads stream k's next batch (opening it first), or marks it ended."""
     s = opened.get(k)
-    try:
-        if s is None:
-            s = opened[k] = _Open(iter(streams[k].open()))
-        rb = next(s.batches, None)
-    except Exception as e:  # noqa: BLE001 - a failing stream is reported by name, the others go on
-        if on_error is None:
-            raise
-        on_error(streams[k].name, e)
-        rb = None
+    if s is None:
+        s = opened[k] = _Open(iter(streams[k].open()))
+    rb = next(s.batches, None)
     if rb is None:
         ended.add(k)
-        if s is not None and not s.held:
+        if not s.held:
             opened.pop(k, None)
         return
     if rb.num_rows == 0:
