@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import uuid
+from contextlib import contextmanager
 from typing import Callable
 
 from cachescope.errors import UsageError
@@ -49,48 +50,57 @@ class TaskFailed(Exception):
         self.name, self.message, self.error = name, message, error
 
 
-def run_tasks(fn: Callable, args: list[tuple], names: list[str], *, workers: int | None = None,
-              scheduler: str | None = None, progress: bool = False, what: str = "tasks") -> list:
-    """`fn(*a)` for each `a` of `args` on a Dask cluster, results in the order of `args`; a task that could
-    not complete is a TaskFailed in its place. Shows how many tasks are done on stderr when `progress`."""
+@contextmanager
+def dask_client(workers: int | None = None, scheduler: str | None = None):
+    """A Dask client of the cluster at `scheduler`, or of a LocalCluster of `workers` single-threaded worker
+    processes started here and stopped on leaving."""
     _quiet()
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import Client, LocalCluster
 
-    cluster = None
-    try:
-        if scheduler is not None:
-            try:
-                client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError) as e:
-                raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
-        else:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
-            client = Client(cluster)
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
         with client:
-            run = uuid.uuid4().hex[:8]
-            futures = [client.submit(fn, *a, key=f"cachescope-{run}-{i}-{n}", pure=False)
-                       for i, (a, n) in enumerate(zip(args, names))]
-            index = {f.key: i for i, f in enumerate(futures)}
-            results: list = [None] * len(futures)
-            from cachescope.progress import count_bar
-
-            with count_bar(len(futures), f"{what} on {_where(scheduler, workers)}", progress) as bar:
-                for future in as_completed(futures):
-                    i = index[future.key]
-                    try:
-                        results[i] = future.result()
-                    except Exception as e:  # noqa: BLE001 - KilledWorker, or an error the task did not expect
-                        results[i] = TaskFailed(names[i], _one_line(e), e)
-                    bar.update(1)
-            return results
-    finally:
-        if cluster is not None:
-            cluster.close()
+            yield client
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client
 
 
-def _where(scheduler, workers) -> str:
-    return f"the Dask cluster at {scheduler}" if scheduler else f"{workers} local Dask worker{'s' * (workers != 1)}"
+def cluster_threads(client) -> int:
+    """The tasks the cluster runs at once (its workers' threads)."""
+    return max(1, sum(client.nthreads().values()))
+
+
+def run_tasks(client, fn: Callable, args: list[tuple], names: list[str], *, progress: bool = False,
+              what: str = "tasks") -> list:
+    """`fn(*a)` for each `a` of `args` on the cluster of `client`, results in the order of `args`; a task that
+    could not complete is a TaskFailed in its place. Shows how many tasks are done on stderr when `progress`."""
+    from distributed import as_completed
+
+    from cachescope.progress import count_bar
+
+    run = uuid.uuid4().hex[:8]
+    futures = [client.submit(fn, *a, key=f"cachescope-{run}-{i}-{n}", pure=False)
+               for i, (a, n) in enumerate(zip(args, names))]
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list = [None] * len(futures)
+    with count_bar(len(futures), f"{what} on {_where(client)}", progress) as bar:
+        for future in as_completed(futures):
+            i = index[future.key]
+            try:
+                results[i] = future.result()
+            except Exception as e:  # noqa: BLE001 - KilledWorker, or an error the task did not expect
+                results[i] = TaskFailed(names[i], _one_line(e), e)
+            bar.update(1)
+    return results
+
+
+def _where(client) -> str:
+    return f"the Dask cluster at {client.scheduler.address}"
 
 
 def _one_line(e: BaseException) -> str:

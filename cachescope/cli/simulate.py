@@ -66,8 +66,8 @@ def build_parser(prog: str) -> Parser:
                        help="a rolling deployment this often (6h): the pods restart one after another")
     fleet.add_argument("--rolling-over", default="20m", metavar="DURATION",
                        help="how long a rolling deployment takes from the first pod to the last (default 20m)")
-    dask = p.add_argument_group("sweeps on Dask", "each simulation of the sweep (a policy at a capacity, a fleet) "
-                                                  "a task that streams the trace; the same results as here")
+    dask = p.add_argument_group("sweeps on Dask", "the sweep's simulations (policies x capacities, fleets, curves) "
+                                                  "dealt into tasks that each stream the trace; the same results")
     dask.add_argument("--workers", type=int, metavar="N", help="on a local Dask cluster of N worker processes")
     dask.add_argument("--scheduler", metavar="ADDRESS",
                       help="on the Dask cluster already running there (tcp://HOST:8786); its workers must read the "

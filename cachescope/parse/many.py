@@ -11,7 +11,8 @@ import os
 import secrets
 import shutil
 
-from cachescope.cluster import TaskFailed, check_cluster_options, dask_available, default_workers, run_tasks
+from cachescope.cluster import (TaskFailed, check_cluster_options, dask_available, dask_client, default_workers,
+                                run_tasks)
 from cachescope.errors import UsageError
 from cachescope.parse.clock_offset import offsets
 from cachescope.parse.inputs import Capture
@@ -48,8 +49,9 @@ def convert_many(caps: list[Capture], output: str, fmt: str | None = None, ports
         workers = default_workers(len(caps)) if dask_available() else 0
     try:
         if scheduler is not None or workers:
-            results = run_tasks(parse_part, args, [c.name for c in caps], workers=workers, scheduler=scheduler,
-                                progress=progress, what="parsing captures")
+            with dask_client(workers, scheduler) as client:
+                results = run_tasks(client, parse_part, args, [c.name for c in caps], progress=progress,
+                                    what="parsing captures")
         else:
             results = []
             with count_bar(len(caps), "parsing captures", progress) as bar:
