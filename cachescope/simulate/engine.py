@@ -92,9 +92,10 @@ def simulate_trace(
       group of `key_pattern` (a regular expression) in each key; `client` has one pod per client host.
     - `one_pod_of=N`: the trace is one pod's of a replicated fleet of N; each capacity runs as this pod alone
       (the replicated fleet's estimate) and as the sharded what-if over N pods (fleet.py says how).
-    - `scheduler` (`"tcp://HOST:8786"`) or `workers=N` (a local cluster): each simulation of the sweep (a
-      policy at a capacity, a fleet) runs as a Dask task that streams the trace itself (sweep.py); the results
-      are those of the serial run. The trace must be a path the workers can read.
+    - `scheduler` (`"tcp://HOST:8786"`) or `workers=N` (a local cluster): the sweep's simulations (single
+      caches, fleets, curves) run as Dask tasks that each stream the trace (sweep.py); the results are those
+      of the serial run. The trace must be a path (or dataset URL) the workers can read.
+    - `trace` may be a Parquet dataset (a folder, a glob, an fsspec URL; dataset.py), read as one trace.
     """
     call = dict(locals())  # a sweep's tasks run this same call on a part of the work (sweep.py)
     if scheduler is not None or workers:
