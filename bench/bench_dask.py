@@ -7,42 +7,16 @@ The captures are the bundled sample (`sample_traces/feature_store.pcap`, real re
 and its times shifted after the previous copy, each file a host of its own. The sweep's trace is the parsed
 fleet itself (a Parquet dataset), simulated under a sweep of policies x capacities x pods x routes.
 """
-import argparse, json, os, shutil, struct, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SAMPLE = ROOT / "sample_traces" / "feature_store.pcap"
-REDIS_PORT = 16379
+sys.path.insert(0, str(ROOT / "tests"))
+from fleet_captures import REDIS_PORT, SAMPLE, replicate  # noqa: E402 (the tests' copies of the sample)
+
 SWEEP = ["--lru", "1e3,1e4,1e5", "--wtinylfu", "1e4,1e5", "--s3fifo", "1e4", "--pods", "8",
          "--route", "random,entity"]
-
-
-def replicate(sample: bytes, copies: int, host: int, out: Path) -> None:
-    """`copies` of the sample's packets: client ports moved by (host, copy), times shifted past the last copy."""
-    header, body = sample[:24], sample[24:]
-    records, at = [], 0
-    while at + 16 <= len(body):
-        sec, usec, incl, orig = struct.unpack_from("<IIII", body, at)
-        records.append((sec * 10**6 + usec, body[at + 16: at + 16 + incl], orig))
-        at += 16 + incl
-    span = records[-1][0] - records[0][0] + 1000
-    with open(out, "wb") as f:
-        f.write(header)
-        for c in range(copies):
-            shift = c * span + host * 37
-            delta = (host * copies + c) % 2000 + 1
-            for ts, frame, orig in records:
-                frame = bytearray(frame)
-                ip = 14
-                tcp = ip + (frame[ip] & 0x0F) * 4
-                sport, dport = struct.unpack_from(">HH", frame, tcp)
-                if sport != REDIS_PORT:
-                    struct.pack_into(">H", frame, tcp, (sport + delta * 13) % 60000 + 1024)
-                if dport != REDIS_PORT:
-                    struct.pack_into(">H", frame, tcp + 2, (dport + delta * 13) % 60000 + 1024)
-                t = ts + shift
-                f.write(struct.pack("<IIII", t // 10**6, t % 10**6, len(frame), orig) + frame)
 
 
 def timed(cmd, **kw) -> tuple[float, subprocess.CompletedProcess]:

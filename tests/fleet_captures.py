@@ -5,10 +5,14 @@ clock of its own."""
 from __future__ import annotations
 
 import random
+import struct
+from pathlib import Path
 
 from crafted_capture import STEP, T0, Conversation, ethernet, get, hmget, hset, pcap, timed
 
 SERVER_SKEW_NS = 2_500_000  # the Redis host's clock runs 2.5 ms ahead of web1's
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_traces" / "feature_store.pcap"
+REDIS_PORT = 16379
 
 
 def _conversation(rng: random.Random, ip: str, port: int, commands: int) -> Conversation:
@@ -54,3 +58,30 @@ def write_fleet(folder, hosts: int = 3, seed: int = 7) -> dict:
     paths["redis"] = folder / "redis.pcap"
     paths["redis"].write_bytes(capture_bytes([(conv, t0 + SERVER_SKEW_NS)]))
     return paths
+
+
+def replicate(sample: bytes, copies: int, host: int, out: Path) -> None:
+    """`copies` of the sample's packets: client ports moved by (host, copy), times shifted past the last copy."""
+    header, body = sample[:24], sample[24:]
+    records, at = [], 0
+    while at + 16 <= len(body):
+        sec, usec, incl, orig = struct.unpack_from("<IIII", body, at)
+        records.append((sec * 10**6 + usec, body[at + 16: at + 16 + incl], orig))
+        at += 16 + incl
+    span = records[-1][0] - records[0][0] + 1000
+    with open(out, "wb") as f:
+        f.write(header)
+        for c in range(copies):
+            shift = c * span + host * 37
+            delta = (host * copies + c) % 2000 + 1
+            for ts, frame, orig in records:
+                frame = bytearray(frame)
+                ip = 14
+                tcp = ip + (frame[ip] & 0x0F) * 4
+                sport, dport = struct.unpack_from(">HH", frame, tcp)
+                if sport != REDIS_PORT:
+                    struct.pack_into(">H", frame, tcp, (sport + delta * 13) % 60000 + 1024)
+                if dport != REDIS_PORT:
+                    struct.pack_into(">H", frame, tcp + 2, (dport + delta * 13) % 60000 + 1024)
+                t = ts + shift
+                f.write(struct.pack("<IIII", t // 10**6, t % 10**6, len(frame), orig) + frame)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_cli
-from fleet_captures import write_fleet
+from fleet_captures import REDIS_PORT, SAMPLE, replicate, write_fleet
 
 
 def _free_port() -> int:
@@ -118,32 +118,65 @@ def test_sweep_on_a_real_cluster_and_a_local_one_gives_the_serial_results(tmp, f
     assert json.loads(local.stdout) == json.loads(local_serial.stdout)
 
 
+def _kill_a_busy_worker(scheduler, proc, timeout=120):
+    """Kills (SIGKILL) the process of a worker seen running a task while `proc` runs; returns its pid."""
+    from distributed import Client
+
+    with Client(scheduler, timeout="30s") as client:
+        deadline = time.time() + timeout
+        while proc.poll() is None and time.time() < deadline:
+            busy = [w for w, tasks in client.processing().items() if tasks]
+            if busy:
+                pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+                os.kill(pid, signal.SIGKILL)
+                return pid
+            time.sleep(0.05)
+    return None
+
+
+def _background(*args):
+    return subprocess.Popen([sys.executable, *map(str, args)],
+                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_worker_killed_mid_parse_loses_no_part(tmp, scheduler):
+    """Four captures of the bundled sample written 6 times over; the worker parsing one is killed: its
+    capture is parsed again elsewhere, and the dataset holds every part, as the serial run writes them."""
+    sample = SAMPLE.read_bytes()
+    caps = []
+    for h in range(4):
+        caps.append(tmp / f"host{h}.pcap")
+        replicate(sample, 6, h, caps[-1])
+    common = [*caps, "--port", REDIS_PORT, "--no-progress"]
+    proc = _background("parse.py", *common, "-o", f"{tmp}/cluster/", "--scheduler", scheduler)
+    killed = _kill_a_busy_worker(scheduler, proc)
+    out, err = proc.communicate(timeout=300)
+    assert killed is not None, "no task was seen running"
+    assert proc.returncode == 0, err
+    run_cli("parse.py", *common, "-o", f"{tmp}/serial/", "--workers", "0", check_rc=0)
+    parts = sorted(p.relative_to(tmp / "serial") for p in (tmp / "serial").rglob("*.parquet"))
+    assert len(parts) == 4
+    assert parts == sorted(p.relative_to(tmp / "cluster") for p in (tmp / "cluster").rglob("*.parquet"))
+    for part in parts:
+        assert pq.read_table(tmp / "cluster" / part).equals(pq.read_table(tmp / "serial" / part))
+    assert not list((tmp / "cluster").rglob(".*"))
+    _wait_for_workers(scheduler, 2)
+
+
 def test_a_worker_killed_mid_task_has_its_task_run_again(tmp, scheduler):
     """Four simulations over a trace long enough to catch them running; the test kills the worker process
     running one (its nanny starts another), and the answer is the serial one."""
-    from distributed import Client
-
     rng = np.random.default_rng(3)
     keys = (rng.zipf(1.2, 3_000_000) % 200_000).astype(str)
     trace = tmp / "keys.txt"
     trace.write_text("\n".join(keys) + "\n")
     sweep = ["--lru", "1000,5000,20000,80000", "--json", "--no-progress"]
     serial = run_cli("simulate.py", trace, *sweep, check_rc=0)
-    proc = subprocess.Popen([sys.executable, "simulate.py", str(trace), *sweep, "--scheduler", scheduler],
-                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    killed = None
-    with Client(scheduler, timeout="30s") as client:
-        deadline = time.time() + 120
-        while killed is None and proc.poll() is None and time.time() < deadline:
-            busy = [w for w, tasks in client.processing().items() if tasks]
-            if busy:
-                pids = client.run(os.getpid, workers=busy[:1])
-                killed = pids[busy[0]]
-                os.kill(killed, signal.SIGKILL)
-            time.sleep(0.05)
-        out, err = proc.communicate(timeout=300)
-        assert killed is not None, "no task was seen running"
-        assert proc.returncode == 0, err
-        assert json.loads(out) == json.loads(serial.stdout)
-        client.wait_for_workers(2, timeout=90)  # the nanny's new worker joined, for the tests after
+    proc = _background("simulate.py", trace, *sweep, "--scheduler", scheduler)
+    killed = _kill_a_busy_worker(scheduler, proc)
+    out, err = proc.communicate(timeout=300)
+    assert killed is not None, "no task was seen running"
+    assert proc.returncode == 0, err
+    assert json.loads(out) == json.loads(serial.stdout)
+    _wait_for_workers(scheduler, 2)  # the nanny's new worker joined, for the tests after
