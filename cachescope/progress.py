@@ -28,3 +28,12 @@ class _NoBar:
 
     def update(self, n: int) -> None:
         self.n += n
+
+
+def count_bar(total: int, desc: str, enabled: bool):
+    """A bar of `total` pieces of work (tasks done on a cluster), shown only when it takes more than a moment."""
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="task", desc=desc, file=sys.stderr, delay=1.0, leave=False)

@@ -20,7 +20,9 @@ def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Simulate in-process cache policies over a Redis trace.")
     p.add_argument("trace", nargs="+",
                    help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture; several "
-                        "(the captures of several service hosts, say) are merged in time order into one stream")
+                        "(the captures of several service hosts, say) are merged in time order into one stream; "
+                        "a Parquet dataset (parse.py's folder output, a glob of its files, or an fsspec URL) is "
+                        "read as one trace in time order")
     group = p.add_argument_group(
         "policies", "capacity in entries (100000, 1e5, 100k) or bytes (64MiB, 2GB); a comma list runs several")
     for spec in POLICIES.values():
@@ -64,6 +66,12 @@ def build_parser(prog: str) -> Parser:
                        help="a rolling deployment this often (6h): the pods restart one after another")
     fleet.add_argument("--rolling-over", default="20m", metavar="DURATION",
                        help="how long a rolling deployment takes from the first pod to the last (default 20m)")
+    dask = p.add_argument_group("sweeps on Dask", "the sweep's simulations (policies x capacities, fleets, curves) "
+                                                  "dealt into tasks that each stream the trace; the same results")
+    dask.add_argument("--workers", type=int, metavar="N", help="on a local Dask cluster of N worker processes")
+    dask.add_argument("--scheduler", metavar="ADDRESS",
+                      help="on the Dask cluster already running there (tcp://HOST:8786); its workers must read the "
+                           "trace at the same path (or URL)")
     p.add_argument("--format", choices=FORMATS, help="trace format (default: from the extension or the content)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="field",
                    help="cache key: (key, field) as a feature-store client caches, or the whole entity key")
@@ -154,6 +162,8 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         rolling_over=args.rolling_over,
         key_pattern=args.key_pattern,
         one_pod_of=args.one_pod_of,
+        scheduler=args.scheduler,
+        workers=args.workers,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
     if result.capture_stats:

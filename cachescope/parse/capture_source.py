@@ -37,10 +37,12 @@ def check_ports(ports) -> list[int]:
 class CaptureRows:
     """One capture opened for parsing. Iterate `record_batches()` once; `stats` is complete afterwards."""
 
-    def __init__(self, path: str, ports=DEFAULT_PORTS, anonymize: bool = False, opened=None):
+    def __init__(self, path: str, ports=DEFAULT_PORTS, anonymize: bool = False, opened=None,
+                 salt: int | None = None):
         """`ports`: the Redis server ports; None finds them by content (`discover.find_redis_ports`), which
         reads the capture once more, so a stream must name them. `opened`: the input's OpenedInput when its
-        first bytes were already read (a FIFO, a pipe)."""
+        first bytes were already read (a FIFO, a pipe). `salt`: with `anonymize`, the salt to use (several
+        captures of one run anonymized alike) instead of a fresh one."""
         self.path = os.fspath(path)
         self.found_ports = ports is None
         if ports is None and opened is not None and opened.stream is not None:
@@ -50,7 +52,7 @@ class CaptureRows:
         self.size_bytes = opened.size_bytes if opened is not None else os.path.getsize(self.path)
         native_args = opened.native_args() if opened is not None else {}
         # A fresh salt per parse: anonymized keys are consistent within the trace and useless outside it.
-        salt = secrets.randbits(64) if anonymize else None
+        salt = (secrets.randbits(64) if salt is None else salt) if anonymize else None
         try:
             self._parser = _native.CaptureParser(self.path, self.ports, salt, **native_args)
         except _native.NativeTraceError as e:

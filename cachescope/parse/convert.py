@@ -20,24 +20,29 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
     counters (packets, connections, gaps, ...). `ports=None`: a capture's Redis ports are found by content."""
     out_fmt = output_format(output, fmt)
     check_outputs([("capture", source)], [("-o", output)])
-    if os.path.isdir(source):
-        from cachescope.parse.tcpflow_source import TcpflowRows
-
-        rows = TcpflowRows(source, DEFAULT_PORTS if ports is None else ports, anonymize)
-    else:
-        opened = OpenedInput(source)
-        kind = sniff(opened)
-        if kind == "monitor":
-            from cachescope.parse.monitor_log import MonitorRows
-
-            rows = MonitorRows(source, anonymize, opened=opened)
-        elif kind == "pcap":
-            rows = CaptureRows(source, ports, anonymize, opened=opened)
-        else:
-            raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
+    rows = open_rows(source, ports, anonymize)
     with progress_bar(rows.size_bytes, f"parsing {source}", progress) as bar, TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)
             bar.update(rows.bytes_read - bar.n)
     return {"input": source, "output": output, "format": out_fmt, **rows.stats}
 
+
+def open_rows(source: str, ports=(6379,), anonymize: bool = False, salt: int | None = None):
+    """The rows of a capture, a MONITOR log or a tcpflow output directory, opened for reading (an object
+    with `record_batches()`, `stats`, `size_bytes`, `bytes_read`). `salt`: the anonymizing salt to use
+    (several captures anonymized alike), instead of a fresh one."""
+    if os.path.isdir(source):
+        from cachescope.parse.tcpflow_source import TcpflowRows
+
+        return TcpflowRows(source, DEFAULT_PORTS if ports is None else ports, anonymize)
+    opened = OpenedInput(source)
+    kind = sniff(opened)
+    if kind == "monitor":
+        from cachescope.parse.monitor_log import MonitorRows
+
+        return MonitorRows(source, anonymize, opened=opened)
+    if kind == "pcap":
+        return CaptureRows(source, ports, anonymize, opened=opened, salt=salt)
+    opened.close()
+    raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")

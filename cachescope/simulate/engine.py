@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -55,6 +56,9 @@ def simulate_trace(
     rolling_over="20m",
     key_pattern=None,
     one_pod_of=None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    _subset=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -88,7 +92,16 @@ def simulate_trace(
       group of `key_pattern` (a regular expression) in each key; `client` has one pod per client host.
     - `one_pod_of=N`: the trace is one pod's of a replicated fleet of N; each capacity runs as this pod alone
       (the replicated fleet's estimate) and as the sharded what-if over N pods (fleet.py says how).
+    - `scheduler` (`"tcp://HOST:8786"`) or `workers=N` (a local cluster): the sweep's simulations (single
+      caches, fleets, curves) run as Dask tasks that each stream the trace (sweep.py); the results are those
+      of the serial run. The trace must be a path (or dataset URL) the workers can read.
+    - `trace` may be a Parquet dataset (a folder, a glob, an fsspec URL; dataset.py), read as one trace.
     """
+    call = dict(locals())  # a sweep's tasks run this same call on a part of the work (sweep.py)
+    if scheduler is not None or workers:
+        from cachescope.cluster import check_cluster_options
+
+        check_cluster_options(workers, scheduler)
     source = _open(trace, format, granularity, ports)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
     curve_caps, curve_unit = curve_capacities_of(curve_capacities) if curve_policies else ([], "entries")
@@ -139,6 +152,14 @@ def simulate_trace(
         raise UsageError(f"entry overhead {entry_overhead!r} must be a whole number of bytes")
     restarts = [opt.parse_time(t) for t in ([restart_at] if isinstance(restart_at, str) else restart_at)]
     allow = None if allow_list is None else opt.read_allow_list(allow_list)
+    if _subset is None and (scheduler is not None or workers):
+        from cachescope.simulate.sweep import sweep_on_dask
+
+        return sweep_on_dask(call, source, runs, fleets, bool(curve_policies), policy_params, curve_unit, targets)
+    if _subset is not None:
+        run_ids, fleet_ids, with_curves = _subset
+        runs, fleets = [runs[i] for i in run_ids], [fleets[i] for i in fleet_ids]
+        curve_policies = curve_policies if with_curves else []
     future = None
     if any(p in _native.NEEDS_FUTURE for p, _ in runs):
         if not source.rereadable:
@@ -186,6 +207,10 @@ def simulate_trace(
                                  f"points over this trace ({sim.lookups:,} lookups read so far): give a larger "
                                  "--window")
             bar.update(source.bytes_read - bar.n)
+    if _subset is not None:
+        from cachescope.simulate.sweep import task_outputs
+
+        return task_outputs(source, sim, first_ts, bool(curve_policies))
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
                                               [f[1].unit for f in fleets])
     # A capture parsed on the fly: what parsing found, for the same report parse.py gives.
@@ -209,12 +234,23 @@ def simulate_trace(
 def _open(trace, format, granularity, ports):
     """A trace source: an open one as it is, a path, or several paths merged in time order (the captures
     of several service hosts read as one fleet's stream)."""
-    if isinstance(trace, (TraceSource, MergedSource)):
+    from cachescope.trace.dataset_spec import is_dataset, is_part_file
+
+    if hasattr(trace, "batches"):  # a source already open (TraceSource, MergedSource, DatasetSource)
         return trace
     if isinstance(trace, (list, tuple)):
         if len(trace) == 1:
-            return open_trace(trace[0], format, granularity, ports)
+            return _open(trace[0], format, granularity, ports)
+        if format in (None, "parquet") and all(is_part_file(t) for t in trace):
+            # A dataset's parts as the shell expanded its glob: read as the dataset, not as separate traces.
+            from cachescope.trace.dataset import DatasetSource
+
+            return DatasetSource(None, granularity, files=[str(t) for t in trace])
         return MergedSource([open_trace(t, format, granularity, ports) for t in trace])
+    if format in (None, "parquet") and is_dataset(trace):
+        from cachescope.trace.dataset import DatasetSource
+
+        return DatasetSource(os.fspath(trace), granularity)
     return open_trace(trace, format, granularity, ports)
 
 

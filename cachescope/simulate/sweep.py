@@ -1,0 +1,136 @@
+"""A sweep's simulations as Dask tasks: the single caches (a policy at a capacity), the fleets (pods x route)
+and the curves of the sweep are dealt into as many tasks as the cluster runs at once, each a pass over the
+trace that it streams itself, and their outputs are put back together into the result the serial run gives.
+
+Each task runs `simulate_trace` with the caller's own arguments on its share of the work (`_subset`), so it
+simulates exactly what the serial run does for those caches: the runs of one pass are independent (a random
+route draws from a fixed seed), and the infinite bound, the timeline's windows and the trace's counts are the
+same in every task (taken from the first). The price is reading the trace once per task instead of once; it
+pays when the cluster has more cores than one machine, or the sweep more caches than one machine's memory
+holds (memory per task: its caches plus one batch of the trace)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cachescope.errors import CachescopeError, UsageError
+from cachescope.simulate.result import SimulationResult
+
+
+def task_outputs(source, sim, first_ts, with_curves: bool) -> dict:
+    """What a task sends back: the core's outputs and the trace's counts, as plain data."""
+    return {
+        "results": sim.results(),
+        "fleets": sim.fleets(),
+        "timeline": sim.timeline(),
+        "unique_reads": sim.unique_reads,
+        "curves": sim.curves() if with_curves else [],
+        "info": source.info,
+        "hosts": list(getattr(source, "hosts", [])),
+        "capture_stats": dict(source.capture_stats),
+        "unmatched_shards": getattr(source, "unmatched_shards", 0),
+        "first_ts": first_ts,
+    }
+
+
+class _Combined:
+    """The tasks' outputs, answering as one Simulation does: the runs and fleets in the serial run's order
+    (each task says which it ran), the bound last."""
+
+    def __init__(self, parts: list[dict], subsets: list[tuple]):
+        self.parts = parts
+        self.unique_reads = parts[0]["unique_reads"]
+        self._runs = sorted((i, p, at) for p, (runs, _, _) in enumerate(subsets) for at, i in enumerate(runs))
+        self._fleets = sorted((i, p, at) for p, (_, fleets, _) in enumerate(subsets) for at, i in enumerate(fleets))
+
+    def results(self) -> list:
+        return [self.parts[p]["results"][at] for _, p, at in self._runs] + [self.parts[0]["results"][-1]]
+
+    def fleets(self) -> list:
+        return [self.parts[p]["fleets"][at] for _, p, at in self._fleets]
+
+    def curves(self) -> list:
+        return [c for p in self.parts for c in p["curves"]]
+
+    def timeline(self):
+        ends, ts, _ = self.parts[0]["timeline"]
+        hits = [p["timeline"][2] for p in self.parts]
+        runs = [hits[p][at] for _, p, at in self._runs]
+        return ends, ts, np.vstack(runs + [hits[0][-1]]) if runs else hits[0][-1:]
+
+
+class _SourceOf:
+    """What the result reads of a trace source, from the first task's copy."""
+
+    def __init__(self, part: dict, path: str, granularity: str, key_pattern):
+        self.info, self.path, self.granularity = part["info"], path, granularity
+        self.hosts, self.capture_stats = part["hosts"], part["capture_stats"]
+        self.unmatched_shards, self.key_pattern = part["unmatched_shards"], key_pattern
+
+
+def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: bool, policy_params: dict,
+                  curve_unit: str, targets: list) -> SimulationResult:
+    """Runs the sweep `call` (simulate_trace's arguments) as tasks on the cluster `call` names; returns the
+    serial run's result."""
+    from cachescope.cluster import TaskFailed, cluster_threads, dask_client, default_workers, run_tasks
+
+    trace = call["trace"]
+    if not isinstance(trace, (str, list, tuple)) and not hasattr(trace, "__fspath__"):
+        raise UsageError("a sweep on Dask reads the trace in every task: give its path, not an open source")
+    opened = getattr(source, "_opened", None)
+    if opened is not None:
+        opened.close()  # the tasks read the trace; this process only planned the sweep
+    units = [("run", i) for i in range(len(runs))] + [("fleet", i) for i in range(len(fleets))]
+    if with_curves:
+        units.append(("curves", 0))
+    scheduler, workers = call["scheduler"], call["workers"]
+    if scheduler is None and workers is None:
+        workers = default_workers(len(units))
+    base = {k: v for k, v in call.items() if k not in ("scheduler", "workers", "_subset", "capacities")}
+    base.update(call["capacities"], progress=False)
+    if getattr(source, "format", None) == "pcap":
+        base["ports"] = source.ports  # found once here, not again by every task
+    with dask_client(workers, scheduler) as client:
+        subsets = _groups(units, cluster_threads(client))
+        names = [_name(runs, fleets, s) for s in subsets]
+        args = [({**base, "_subset": s},) for s in subsets]
+        parts = run_tasks(client, _task, args, names, progress=call["progress"], what="simulations")
+    for p in parts:
+        if isinstance(p, TaskFailed):
+            if isinstance(p.error, CachescopeError):
+                raise p.error
+            raise CachescopeError(f"the simulation {p.name} failed on the cluster: {p.message}")
+    combined = _Combined(parts, subsets)
+    src = _SourceOf(parts[0], getattr(source, "path", str(trace)), call["granularity"], call["key_pattern"])
+    result = SimulationResult.from_simulation(src, combined, call["window"], parts[0]["first_ts"], runs,
+                                              policy_params, [f[1].unit for f in fleets])
+    result.capture_stats = {"input": src.path, **src.capture_stats} if src.capture_stats else {}
+    if with_curves:
+        result.add_curves(combined.curves(), curve_unit, targets, call["entry_overhead"])
+    return result
+
+
+def _task(kwargs: dict) -> dict:
+    from cachescope.simulate.engine import simulate_trace
+
+    return simulate_trace(**kwargs)
+
+
+def _groups(units: list[tuple], tasks: int) -> list[tuple]:
+    """The simulations dealt into as many tasks as the cluster runs at once (at most one each): a task runs
+    its share in one pass over the trace, as the serial run does all of them, so the trace is read once per
+    task rather than once per simulation. (run ids, fleet ids, with the curves) per task."""
+    tasks = max(1, min(tasks, len(units)))
+    groups = []
+    for t in range(tasks):
+        mine = units[t::tasks]
+        groups.append(([i for kind, i in mine if kind == "run"], [i for kind, i in mine if kind == "fleet"],
+                       any(kind == "curves" for kind, _ in mine)))
+    return groups
+
+
+def _name(runs, fleets, subset) -> str:
+    run_ids, fleet_ids, curves = subset
+    what = [f"{runs[i][0]} {runs[i][1].value}" for i in run_ids]
+    what += [f"{fleets[i][0]} {fleets[i][1].value} x{fleets[i][2] or 'client'} {fleets[i][3]}" for i in fleet_ids]
+    return ", ".join(what + (["curves"] if curves else [])) or "trace"
