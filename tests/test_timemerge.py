@@ -35,7 +35,7 @@ def _batch(ts, conn, req, keys):
             "field_offsets": np.zeros(n + 1, np.int64), "field_data": np.zeros(0, np.uint8),
             "field_valid": np.zeros(n, bool), "value_size": np.full(n, -1, np.int32),
             "found": np.full(n, -1, np.int8), "latency_ns": np.full(n, -1, np.int64),
-            "error": np.full(n, -1, np.int16), "error_names": []}
+            "error": np.full(n, -1, np.int16), "error_names": [], "batch": req}
     return record_batch(cols, ["GET"], conns=[(f"10.0.0.{c}:1", "10.0.0.9:6379") for c in range(3)])
 
 

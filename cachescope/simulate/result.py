@@ -219,6 +219,7 @@ class SimulationResult:
             "error_replies": dict(self.trace.error_replies),
             "error_lookups": self.trace.error_lookups,
             "lookups_by_server": dict(self.trace.lookups_by_server),
+            "round_trips_known": self.trace.round_trips_known,
         }
         if self.key_pattern is not None:
             trace["key_pattern"] = self.key_pattern

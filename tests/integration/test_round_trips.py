@@ -89,7 +89,9 @@ def test_batches_are_the_pipelines_the_clients_sent(tmp_path):
     # pod sees whole batches and the fleet's round trips are those of the pods added up.
     out = run_cli("simulate.py", pcap, "--port", port, "--lru", "200", "--pods", "1,4", "--route", "random,entity",
                   "--json", check_rc=0)
-    results = json.loads(out.stdout)["results"]
+    doc = json.loads(out.stdout)
+    assert doc["trace"]["round_trips_known"]
+    results = doc["results"]
     single = summary.loc[200]
     assert {(r["pods"], r["route"]) for r in results if r["pods"] == 4} == {(4, "random"), (4, "entity")}
     assert any(r["pods"] == 1 for r in results)
