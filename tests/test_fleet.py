@@ -256,7 +256,7 @@ def test_several_hosts_traces_merge_into_one_fleet_stream(tmp):
     assert merged.curves["hits"].tolist() == whole.curves["hits"].tolist()
     assert (merged.trace.commands, merged.trace.lookups) == (whole.trace.commands, whole.trace.lookups)
     clients = cachescope.simulate_trace(both, lru=[15], route="client").per_pod
-    assert sorted(clients["client"]) == ["a.monitor:10.0.0.0", "a.monitor:10.0.0.2", "b.monitor:10.0.0.1"]
+    assert sorted(clients["client"]) == ["a:10.0.0.0", "a:10.0.0.2", "b:10.0.0.1"]
     out = run_cli("simulate.py", *both, "--lru", "15", "--json", check_rc=0).stdout
     assert json.loads(out)["results"][0]["hits"] == whole.summary["hits"][0]
     (tmp / "k.keys").write_text("a\nb\na\n")

@@ -67,19 +67,27 @@ def captures(args: list[str]) -> list[Capture]:
         if real not in seen:
             seen.add(real)
             unique.append((path, host))
-    folders_of: dict[str, set[str]] = {}
-    for path, host in unique:
-        if host is None:
-            folders_of.setdefault(host_of_name(path), set()).add(os.path.dirname(os.path.realpath(path)))
+    named = iter(host_names([path for path, host in unique if host is None]))
     out, names = [], set()
     for path, host in unique:
-        if host is None:
-            stem = host_of_name(path)
-            shared = len(folders_of[stem]) > 1
-            host = os.path.basename(os.path.dirname(os.path.realpath(path))) if shared else stem
+        host = host if host is not None else next(named)
         name = _unique(f"{host}-{os.path.basename(path)}", names)
         out.append(Capture(path, host, name))
     return out
+
+
+def host_names(paths: list[str]) -> list[str]:
+    """The host of each capture file: its name less its extension and its rotation suffix, or its folder's
+    name when that name is taken by files of several folders (`web1/redis.pcap`, `web2/redis.pcap`)."""
+    folders_of: dict[str, set[str]] = {}
+    for path in paths:
+        folders_of.setdefault(host_of_name(path), set()).add(os.path.dirname(os.path.realpath(path)))
+    hosts = []
+    for path in paths:
+        stem = host_of_name(path)
+        shared = len(folders_of[stem]) > 1
+        hosts.append(os.path.basename(os.path.dirname(os.path.realpath(path))) if shared else stem)
+    return hosts
 
 
 def host_of_name(path: str) -> str:

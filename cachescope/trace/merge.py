@@ -4,17 +4,18 @@ service hosts, merged into the stream of the whole fleet.
 A streaming merge: each trace hands out batches in its own time order, and the merge holds the events of
 each until every trace has gone past them, so memory is about one batch per trace. Each trace's commands
 stay its own (`reqs` are kept apart), and each trace's client hosts stay distinct from another's even when
-they share an address (a host is named `FILE:HOST`).
+they share an address (a client is named `HOST:ADDRESS`, HOST named from the file as `parse.py` names it when
+it merges captures, so both merges name a client alike).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
 import numpy as np
 
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.parse.inputs import host_names
 from cachescope.trace.readers import Batch, ClientHosts, TraceInfo, TraceSource
 
 # A trace's command indices are kept apart from another's in the top bits.
@@ -43,6 +44,7 @@ class MergedSource:
         self.key_pattern = None
         self.unmatched_shards = 0
         self.client_hosts = ClientHosts()
+        self.trace_hosts = host_names([s.path for s in sources])
 
     @property
     def hosts(self) -> list[str]:
@@ -97,9 +99,9 @@ class MergedSource:
                 batch["conns"] = np.full(len(batch["keys"]), ((k + 1) << _CONN_SHIFT) - 1, dtype=np.uint64)
                 batch["batches"] = batch["reqs"]
             if "clients" in batch:
-                # The trace's host i is the merge's host ids[i], named FILE:HOST.
+                # The trace's host i is the merge's host ids[i], named HOST:ADDRESS.
                 for host in source.hosts[len(ids):]:
-                    ids.append(self.client_hosts.id(f"{os.path.basename(source.path)}:{host}"))
+                    ids.append(self.client_hosts.id(f"{self.trace_hosts[k]}:{host}"))
                 batch["clients"] = np.array(ids, dtype=np.uint32)[batch["clients"]]
             yield batch
 
