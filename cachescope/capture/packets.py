@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from cachescope.capture.compress import Compressor
 from cachescope.capture.options import human_bytes, human_seconds
 from cachescope.capture.signals import StopSignals
 from cachescope.capture.status import Status
@@ -50,10 +51,13 @@ def find_tcpdump() -> str:
 
 def capture_packets(output: str, *, ports=(6379,), interface: str = "any", duration: float | None = None,
                     buffer_bytes: int = DEFAULT_BUFFER, rotate_size: int | None = None,
-                    rotate_every: float | None = None, status: Status | None = None) -> CaptureResult:
+                    rotate_every: float | None = None, status: Status | None = None,
+                    compress: str | None = None) -> CaptureResult:
     """Captures the TCP traffic of `ports` on `interface` into `output` until `duration` seconds have passed
-    (or Ctrl-C), and returns tcpdump's counters and the files written."""
+    (or Ctrl-C), and returns tcpdump's counters and the files written. `compress` ("gzip", "zstd", "xz",
+    "lz4"): each file is compressed once closed (`compress.py`)."""
     status = status or Status("capture")
+    compressor = Compressor(compress) if compress else None
     cmd = tcpdump_command(find_tcpdump(), output=output, ports=ports, interface=interface,
                           buffer_bytes=buffer_bytes, rotate_size=rotate_size, rotate_every=rotate_every,
                           as_root=os.geteuid() == 0)
@@ -63,18 +67,22 @@ def capture_packets(output: str, *, ports=(6379,), interface: str = "any", durat
         run.wait_listening()
         status.say(f"capturing {cmd[-1]} on {interface} into {savefile_pattern(output, rotate_every)} "
                    + (f"for {human_seconds(duration)}" if duration else "until Ctrl-C"))
-        _wait(run, duration, status, lambda: files_written(savefile_pattern(output, rotate_every), started))
+        _wait(run, duration, status, lambda: files_written(savefile_pattern(output, rotate_every), started),
+              compressor)
     finally:
         lines, returncode = run.stop()
     stats = parse_stats(lines)
     if not stats.complete:
         raise start_error(lines, returncode)
     files = files_written(savefile_pattern(output, rotate_every), started)
+    if compressor is not None:
+        files = compressor.finish(files)
     return CaptureResult(stats, files, time.time() - started, cmd)
 
 
-def _wait(run: "_Tcpdump", duration, status: Status, current_files) -> None:
-    """Until the duration is over, the user interrupts, or tcpdump stops on its own (a full disk)."""
+def _wait(run: "_Tcpdump", duration, status: Status, current_files, compressor=None) -> None:
+    """Until the duration is over, the user interrupts, or tcpdump stops on its own (a full disk); files
+    that rotation closed are compressed meanwhile."""
     start = time.monotonic()
     deadline = start + duration if duration else None
     stop = StopSignals()
@@ -84,6 +92,8 @@ def _wait(run: "_Tcpdump", duration, status: Status, current_files) -> None:
                 return
             time.sleep(0.1 if deadline is None else min(0.1, max(0.0, deadline - time.monotonic())))
             status.tick(lambda: _progress(time.monotonic() - start, duration, current_files()))
+            if compressor is not None:
+                compressor.closed(current_files())
     if run.proc.poll() is not None and not stop.requested:
         raise start_error(run.lines(), run.proc.returncode)
 

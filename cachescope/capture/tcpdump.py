@@ -89,10 +89,10 @@ def tcpdump_command(tcpdump: str, *, output: str, ports, interface: str = "any",
 
 def savefile_regex(pattern: str) -> re.Pattern:
     """Matches every name tcpdump can derive from `pattern`: strftime fields filled in, a rotation count
-    appended."""
+    appended, and a compressor's suffix (`--compress`) after that."""
     parts = re.split(r"(%.)", os.path.basename(pattern))
     body = "".join(".+?" if p.startswith("%") and len(p) == 2 else re.escape(p) for p in parts)
-    return re.compile(f"^{body}[0-9]*$")
+    return re.compile(f"^{body}[0-9]*(\\.gz|\\.zst|\\.xz|\\.lz4)?$")
 
 
 def files_written(pattern: str, since: float) -> list[str]:
@@ -107,7 +107,7 @@ def files_written(pattern: str, since: float) -> list[str]:
 
 
 def _rotation_count(name: str) -> int:
-    digits = re.search(r"[0-9]*$", name).group(0)
+    digits = re.search(r"[0-9]*(\.gz|\.zst|\.xz|\.lz4)?$", name).group(0).split(".")[0]
     return int(digits) if digits else 0
 
 

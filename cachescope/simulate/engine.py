@@ -17,6 +17,8 @@ from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES
 from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
 from cachescope.simulate.sizing import parse_targets
+from cachescope.simulate.live_progress import LiveProgress
+from cachescope.trace.live import LiveStop
 from cachescope.trace.merge import MergedSource
 from cachescope.trace.readers import TraceSource, open_trace
 
@@ -55,6 +57,8 @@ def simulate_trace(
     rolling_over="20m",
     key_pattern=None,
     one_pod_of=None,
+    duration=None,
+    csv_spec=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -88,8 +92,12 @@ def simulate_trace(
       group of `key_pattern` (a regular expression) in each key; `client` has one pod per client host.
     - `one_pod_of=N`: the trace is one pod's of a replicated fleet of N; each capacity runs as this pod alone
       (the replicated fleet's estimate) and as the sharded what-if over N pods (fleet.py says how).
+    - a live input (`"-"` for standard input, a FIFO: `tcpdump -w - | ...`) is read until it ends, SIGINT,
+      SIGTERM or `duration` (`"15m"`), and the answer covers everything read (`result.live_end` says what
+      ended it); a progress line gives the hit rates so far.
+    - `csv_spec`: the columns of a CSV object trace (libCacheSim's `-t csv` params, or `"twitter"`).
     """
-    source = _open(trace, format, granularity, ports)
+    source = _open(trace, format, granularity, ports, csv_spec)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
     curve_caps, curve_unit = curve_capacities_of(curve_capacities) if curve_policies else ([], "entries")
     targets = [] if target is None else parse_targets(target)
@@ -145,7 +153,7 @@ def simulate_trace(
             raise UsageError(f"{source.path}: {', '.join(p for p, _ in runs if p in _native.NEEDS_FUTURE)} reads "
                              "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
                              "save the trace to a file first")
-        future = _next_accesses(_open(trace, format, granularity, ports), allow, progress)
+        future = _next_accesses(_open(trace, format, granularity, ports, csv_spec), allow, progress)
     native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None, policy_params.get(p, {}))
                    for p, c in runs]
     try:
@@ -171,7 +179,9 @@ def simulate_trace(
     needs_sizes = any(c.unit == "bytes" for _, c in runs) or any(f[1].unit == "bytes" for f in fleets) \
         or curve_unit == "bytes"
     first_ts = None
-    with _progress_bar(source, progress) as bar:
+    live = _live_stop(source, duration)
+    with live, _progress_bar(source, progress and not live.active) as bar:
+        so_far = LiveProgress(source, sim, enabled=progress and live.active)
         for batch in source.batches():
             if needs_sizes and "value_sizes" not in batch:
                 batch["value_sizes"] = _assumed_sizes(source, batch, assume_value_size)
@@ -186,8 +196,11 @@ def simulate_trace(
                                  f"points over this trace ({sim.lookups:,} lookups read so far): give a larger "
                                  "--window")
             bar.update(source.bytes_read - bar.n)
+            so_far.update()
+        so_far.close()
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
                                               [f[1].unit for f in fleets])
+    result.live_end = live.reason
     # A capture parsed on the fly: what parsing found, for the same report parse.py gives.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
     if curve_policies:
@@ -195,16 +208,26 @@ def simulate_trace(
     return result
 
 
-def _open(trace, format, granularity, ports):
+def _open(trace, format, granularity, ports, csv_spec=None):
     """A trace source: an open one as it is, a path, or several paths merged in time order (the captures
     of several service hosts read as one fleet's stream)."""
     if isinstance(trace, (TraceSource, MergedSource)):
         return trace
     if isinstance(trace, (list, tuple)):
         if len(trace) == 1:
-            return open_trace(trace[0], format, granularity, ports)
-        return MergedSource([open_trace(t, format, granularity, ports) for t in trace])
-    return open_trace(trace, format, granularity, ports)
+            return open_trace(trace[0], format, granularity, ports, csv_spec=csv_spec)
+        return MergedSource([open_trace(t, format, granularity, ports, csv_spec=csv_spec) for t in trace])
+    return open_trace(trace, format, granularity, ports, csv_spec=csv_spec)
+
+
+def _live_stop(source, duration):
+    """What ends a live input (signals, `duration`); a context that does nothing for a file."""
+    if not getattr(source, "live", False):
+        if duration is not None:
+            raise UsageError(f"{source.path}: --duration is for a live input (standard input, a FIFO); a file "
+                             "ends by itself")
+        return LiveStop(None, active=False)
+    return LiveStop(None if duration is None else opt.parse_duration(duration) / 1e9, flag=source.stop)
 
 
 def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params):

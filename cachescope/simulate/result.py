@@ -42,6 +42,8 @@ class SimulationResult:
         self.key_pattern = None
         # The counters of a capture parsed on the fly (empty for a trace file): simulate.py reports them.
         self.capture_stats: dict = {}
+        self.live_end: str | None = None
+        """What ended a live input early (SIGINT, SIGTERM, --duration); None when it ended by itself."""
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
 
