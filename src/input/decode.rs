@@ -10,9 +10,6 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
-use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
-
 use super::Compression;
 
 /// `raw` (starting with `kind`'s magic number) decoded as a stream. Its errors do not name the input: the
@@ -22,7 +19,11 @@ pub fn decompressed<R: Read + Send + 'static>(kind: Compression, raw: R) -> Box<
     let counted = BufReader::with_capacity(1 << 16, Counted { inner: raw, position: Arc::clone(&position), tail: [0xff; 8] });
     let decoder: Box<dyn Read + Send> = match kind {
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(counted)),
-        Compression::Zstd => Box::new(ZstdFrames::new(counted)),
+        // Frames one after another (`zstd` and `cat a.zst b.zst` write several), skippable frames skipped.
+        Compression::Zstd => match zstd::stream::read::Decoder::with_buffer(counted) {
+            Ok(d) => Box::new(d),
+            Err(e) => Box::new(Failed(Some(e))),
+        },
         Compression::Xz => Box::new(lzma_rust2::XzReader::new(counted, true)),
         Compression::Lz4 => Box::new(Lz4Frames(lz4_flex::frame::FrameDecoder::new(counted))),
     };
@@ -94,83 +95,6 @@ impl<D: Read> Read for Named<D> {
     }
 }
 
-/// Zstandard frames one after another (`zstd` and `cat a.zst b.zst` write several), skippable frames skipped.
-struct ZstdFrames<R: BufRead> {
-    source: R,
-    decoder: FrameDecoder,
-    /// Whether a frame is being decoded (its header read, its blocks not all handed out).
-    in_frame: bool,
-    /// An error met while bytes decoded before it were still to be handed out: given once they are.
-    failed: Option<io::Error>,
-}
-
-impl<R: BufRead> ZstdFrames<R> {
-    fn new(source: R) -> Self {
-        ZstdFrames { source, decoder: FrameDecoder::new(), in_frame: false, failed: None }
-    }
-
-    /// Starts the next frame; false at the end of the input.
-    fn next_frame(&mut self) -> io::Result<bool> {
-        loop {
-            if self.source.fill_buf()?.is_empty() {
-                return Ok(false);
-            }
-            match self.decoder.reset(&mut self.source) {
-                Ok(()) => return Ok(true),
-                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame { length, .. })) => {
-                    let skipped = io::copy(&mut (&mut self.source).take(u64::from(length)), &mut io::sink())?;
-                    if skipped < u64::from(length) {
-                        return Err(io::ErrorKind::UnexpectedEof.into());
-                    }
-                }
-                Err(e) => return Err(zstd_err(e)),
-            }
-        }
-    }
-}
-
-fn zstd_err(e: FrameDecoderError) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
-}
-
-impl<R: BufRead> Read for ZstdFrames<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        loop {
-            if !self.in_frame {
-                if !self.next_frame()? {
-                    return Ok(0);
-                }
-                self.in_frame = true;
-            }
-            let d = &mut self.decoder;
-            if d.can_collect() == 0 {
-                if let Some(e) = self.failed.take() {
-                    return Err(e);
-                }
-            }
-            while self.failed.is_none() && d.can_collect() < buf.len() && !d.is_finished() {
-                let wanted = buf.len() - d.can_collect();
-                if let Err(e) = d.decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(wanted)) {
-                    self.failed = Some(zstd_err(e));
-                }
-            }
-            let n = d.read(buf)?;
-            if n > 0 {
-                return Ok(n);
-            }
-            if let Some(e) = self.failed.take() {
-                return Err(e);
-            }
-            if d.is_finished() && d.can_collect() == 0 {
-                self.in_frame = false;
-            }
-        }
-    }
-}
-
 /// lz4 frames one after another. lz4_flex ends its output at the end of each frame, and also, quietly, at
 /// an input that ends between two blocks of a frame: a cut-off file would pass for a whole one. A frame ends
 /// with a zero block size (then its content checksum, when it has one), so the last bytes tell.
@@ -193,5 +117,14 @@ impl<R: Read> Read for Lz4Frames<R> {
             }
             return Ok(0);
         }
+    }
+}
+
+/// A decoder that could not start (out of memory for its context): its error, once.
+struct Failed(Option<io::Error>);
+
+impl Read for Failed {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(self.0.take().unwrap_or_else(|| io::Error::other("the decoder could not start")))
     }
 }

@@ -15,7 +15,7 @@ fn compress(kind: Compression, data: &[u8]) -> Vec<u8> {
             e.write_all(data).unwrap();
             e.finish().unwrap()
         }
-        Compression::Zstd => ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest),
+        Compression::Zstd => zstd::encode_all(data, 3).unwrap(),
         Compression::Xz => {
             let mut e = lzma_rust2::XzWriter::new(Vec::new(), lzma_rust2::XzOptions::default()).unwrap();
             e.write_all(data).unwrap();
