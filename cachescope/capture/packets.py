@@ -67,14 +67,15 @@ def capture_packets(output: str, *, ports=(6379,), interface: str = "any", durat
         run.wait_listening()
         status.say(f"capturing {cmd[-1]} on {interface} into {savefile_pattern(output, rotate_every)} "
                    + (f"for {human_seconds(duration)}" if duration else "until Ctrl-C"))
-        _wait(run, duration, status, lambda: files_written(savefile_pattern(output, rotate_every), started),
+        _wait(run, duration, status,
+              lambda: files_written(savefile_pattern(output, rotate_every), started, compressor is not None),
               compressor)
     finally:
         lines, returncode = run.stop()
     stats = parse_stats(lines)
     if not stats.complete:
         raise start_error(lines, returncode)
-    files = files_written(savefile_pattern(output, rotate_every), started)
+    files = files_written(savefile_pattern(output, rotate_every), started, compressor is not None)
     if compressor is not None:
         files = compressor.finish(files)
     return CaptureResult(stats, files, time.time() - started, cmd)

@@ -87,18 +87,20 @@ def tcpdump_command(tcpdump: str, *, output: str, ports, interface: str = "any",
     return cmd + [bpf_filter(ports)]
 
 
-def savefile_regex(pattern: str) -> re.Pattern:
+def savefile_regex(pattern: str, compressed: bool = False) -> re.Pattern:
     """Matches every name tcpdump can derive from `pattern`: strftime fields filled in, a rotation count
-    appended, and a compressor's suffix (`--compress`) after that."""
+    appended, and with `compressed` (`--compress`) a compressor's suffix after that."""
     parts = re.split(r"(%.)", os.path.basename(pattern))
     body = "".join(".+?" if p.startswith("%") and len(p) == 2 else re.escape(p) for p in parts)
-    return re.compile(f"^{body}[0-9]*(\\.gz|\\.zst|\\.xz|\\.lz4)?$")
+    suffix = "(\\.gz|\\.zst|\\.xz|\\.lz4)?" if compressed else ""
+    return re.compile(f"^{body}[0-9]*{suffix}$")
 
 
-def files_written(pattern: str, since: float) -> list[str]:
-    """The files of this capture: names that fit the pattern, modified since it started, oldest first."""
+def files_written(pattern: str, since: float, compressed: bool = False) -> list[str]:
+    """The files of this capture: names that fit the pattern (compressed ones too with `compressed`),
+    modified since it started, oldest first."""
     folder = os.path.dirname(pattern) or "."
-    regex = savefile_regex(pattern)
+    regex = savefile_regex(pattern, compressed)
     found = []
     for entry in os.scandir(folder):
         if regex.match(entry.name) and entry.is_file() and entry.stat().st_mtime >= since - 1:
