@@ -20,9 +20,9 @@ from cachescope.capture.compress import Compressor
 from cachescope.capture.options import human_bytes, human_seconds
 from cachescope.capture.signals import StopSignals
 from cachescope.capture.status import Status
-from cachescope.capture.tcpdump import (CaptureStats, files_written, parse_stats, savefile_pattern, start_error,
-                                        tcpdump_command)
-from cachescope.errors import CaptureError
+from cachescope.capture.tcpdump import (STDOUT, CaptureStats, files_written, parse_stats, savefile_pattern,
+                                        start_error, tcpdump_command)
+from cachescope.errors import CaptureError, UsageError
 
 DEFAULT_BUFFER = 64 * 2**20
 START_TIMEOUT = 15.0  # opening a device and compiling a filter takes milliseconds; a hang is a broken setup
@@ -35,6 +35,7 @@ class CaptureResult:
     files: list[str]
     seconds: float
     command: list[str] = field(default_factory=list)
+    to_stdout: bool = False
 
     @property
     def bytes_written(self) -> int:
@@ -57,28 +58,34 @@ def capture_packets(output: str, *, ports=(6379,), interface: str = "any", durat
     (or Ctrl-C), and returns tcpdump's counters and the files written. `compress` ("gzip", "zstd", "xz",
     "lz4"): each file is compressed once closed (`compress.py`)."""
     status = status or Status("capture")
+    to_stdout = output == STDOUT
+    if to_stdout and compress:
+        raise UsageError("-o - writes to standard output: compress it there (| zstd), not with --compress")
     compressor = Compressor(compress) if compress else None
     cmd = tcpdump_command(find_tcpdump(), output=output, ports=ports, interface=interface,
                           buffer_bytes=buffer_bytes, rotate_size=rotate_size, rotate_every=rotate_every,
                           as_root=os.geteuid() == 0)
     started = time.time()
-    run = _Tcpdump(cmd)
+    run = _Tcpdump(cmd, to_stdout)
     try:
         run.wait_listening()
-        status.say(f"capturing {cmd[-1]} on {interface} into {savefile_pattern(output, rotate_every)} "
+        into = "standard output" if to_stdout else savefile_pattern(output, rotate_every)
+        status.say(f"capturing {cmd[-1]} on {interface} into {into} "
                    + (f"for {human_seconds(duration)}" if duration else "until Ctrl-C"))
         _wait(run, duration, status,
-              lambda: files_written(savefile_pattern(output, rotate_every), started, compressor is not None),
+              lambda: [] if to_stdout else files_written(savefile_pattern(output, rotate_every), started,
+                                                         compressor is not None),
               compressor)
     finally:
         lines, returncode = run.stop()
     stats = parse_stats(lines)
     if not stats.complete:
         raise start_error(lines, returncode)
-    files = files_written(savefile_pattern(output, rotate_every), started, compressor is not None)
+    files = [] if to_stdout else files_written(savefile_pattern(output, rotate_every), started,
+                                               compressor is not None)
     if compressor is not None:
         files = compressor.finish(files)
-    return CaptureResult(stats, files, time.time() - started, cmd)
+    return CaptureResult(stats, files, time.time() - started, cmd, to_stdout)
 
 
 def _wait(run: "_Tcpdump", duration, status: Status, current_files, compressor=None) -> None:
@@ -109,8 +116,9 @@ def _progress(elapsed: float, duration, files) -> str:
 class _Tcpdump:
     """One tcpdump process and a thread collecting its stderr (it says little: a banner, warnings, counters)."""
 
-    def __init__(self, cmd):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    def __init__(self, cmd, to_stdout: bool = False):
+        """`to_stdout`: tcpdump writes the capture to this process's standard output (`-w -`)."""
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=None if to_stdout else subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
         self._lines: list[str] = []
         self._listening = threading.Event()

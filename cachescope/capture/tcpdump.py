@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from cachescope.errors import CaptureError, UsageError
 
 TIME_PATTERN = "-%Y%m%d-%H%M%S"
+STDOUT = "-"
 MIN_ROTATE_BYTES = 10**6  # tcpdump's -C unit
 
 _COUNTS = {
@@ -73,6 +74,11 @@ def tcpdump_command(tcpdump: str, *, output: str, ports, interface: str = "any",
     """The full argument vector, from already-parsed options (bytes and seconds)."""
     cmd = [tcpdump, "-i", interface, "-w", savefile_pattern(output, rotate_every), "-s", "0",
            "-B", str(max(1, buffer_bytes // 1024)), "-n"]
+    if output == STDOUT:
+        if rotate_size is not None or rotate_every is not None:
+            raise UsageError("-o - writes one stream to standard output: it cannot rotate")
+        # Each packet handed over as it comes, for a live reader (`| simulate.py -`).
+        cmd += ["-U", "--immediate-mode"]
     if as_root:
         cmd += ["-Z", "root"]
     if rotate_size is not None:

@@ -34,7 +34,9 @@ def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Capture the Redis traffic of this host into a pcap file (tcpdump), "
                            "or a server's MONITOR stream into a monitor text file.")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the capture file to write")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the capture file to write; - writes it to standard output, packet by packet, for a "
+                        "live simulation: capture.py -o - | simulate.py - --port 6379 --lru 1e5")
     p.add_argument("--duration", metavar="TIME", help="how long: 90s, 15m, 1h (default: until Ctrl-C)")
     p.add_argument("--port", action="append", metavar="PORT[,PORT...]",
                    help="Redis port to capture, repeatable (default 6379)")
@@ -91,7 +93,9 @@ def report(result, status: Status) -> None:
                    "write to a faster disk")
     for path in result.files:
         status.say(f"wrote {path} ({human_bytes(os.path.getsize(path))})")
-    if not result.files:
+    if result.to_stdout:
+        status.say("wrote the capture to standard output")
+    elif not result.files:
         status.say("no file was written (no packet matched?)")
 
 

@@ -148,3 +148,39 @@ def test_live_tcpdump_pipe_stopped_by_sigint_covers_every_lookup_sent(redis_serv
     assert "live input ended: interrupted (SIGINT)" in stderr
     assert "lookups; LRU 100" in stderr, stderr  # the progress line, with the hit rates so far
     assert peak < 400 * 2**20, peak
+
+
+def test_capture_py_feeds_simulate_py_through_a_pipe_to_its_end(redis_server, tmp_path):
+    """`capture.py -o - --duration ... | simulate.py -`: no file written; the pipe's end ends the simulation."""
+    port = str(redis_server.port)
+    cap = subprocess.Popen([sys.executable, "capture.py", "-o", "-", "-i", "lo", "--port", port, "--duration", "8s"],
+                           cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    sim = subprocess.Popen([sys.executable, "simulate.py", "-", "--port", port, "--lru", "1000", "--json",
+                            "--no-progress"], cwd=REPO, stdin=cap.stdout, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    cap.stdout.close()
+    try:
+        started = b""
+        while b"capturing" not in started:
+            started += cap.stderr.readline()
+            assert cap.poll() is None, started
+        time.sleep(1.0)  # tcpdump says it listens a moment before its filter sees every packet
+        r = redis.Redis(host=redis_server.host, port=redis_server.port, protocol=2)
+        lookups = 0
+        start = time.monotonic()
+        for i in range(1_000):
+            r.hmget(f"st_{i % 100}", ["1", "2", "3"])
+            lookups += 3
+        r.close()
+        assert time.monotonic() - start < 5, "the client must be done well before the capture's end"
+        stdout, stderr = sim.communicate(timeout=60)
+        cap_err = cap.stderr.read().decode()
+        cap.wait(30)
+    finally:
+        for p in (sim, cap):
+            if p.poll() is None:
+                p.kill()
+    assert sim.returncode == 0 and cap.returncode == 0, (stderr.decode(), cap_err)
+    assert json.loads(stdout)["trace"]["lookups"] == lookups, stderr.decode()
+    assert "wrote the capture to standard output" in cap_err
+    assert list(tmp_path.iterdir()) == []
