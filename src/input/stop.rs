@@ -7,7 +7,7 @@
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -69,10 +69,7 @@ impl Stoppable {
     fn next_chunk(&mut self) -> Option<io::Result<Vec<u8>>> {
         loop {
             if self.flag.is_stopped() {
-                return match self.chunks.try_recv() {
-                    Ok(c) => Some(c),
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => None,
-                };
+                return self.chunks.try_recv().ok();
             }
             match self.chunks.recv_timeout(POLL) {
                 Ok(c) => return Some(c),
