@@ -288,6 +288,7 @@ impl ObjectReader {
         d.set_item("writes", s.writes)?;
         d.set_item("deletes", s.deletes)?;
         d.set_item("other_commands", 0)?;
+        d.set_item("zero_size_requests", s.zero_size)?;
         Ok(d)
     }
 }

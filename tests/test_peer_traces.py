@@ -163,3 +163,18 @@ def test_a_csv_without_a_spec_and_a_bad_line_are_one_line_errors(tmp_path):
     assert_one_line_error(run_cli("simulate.py", path, "--lru", "10"), "--csv-spec")
     proc = run_cli("simulate.py", path, "--lru", "10", "--csv-spec", "time-col=1,obj-id-col=2,has-header=false")
     assert_one_line_error(proc, f"{path}: line 3: time \"three\" is not a number of seconds")
+
+
+def test_requests_of_size_zero_are_left_out_as_libcachesim_does(tmp_path):
+    keys, rng = zipf(7, n=10_000)
+    sizes = np.where(rng.random(len(keys)) < 0.1, 0, 1).astype(np.uint32)
+    path = write_oracle_general(tmp_path / "z.oracleGeneral", keys, sizes)
+    got, doc = ours(path, *policy_flags([40, 400]))
+    zeros = int((sizes == 0).sum())
+    assert doc["trace"]["zero_size_requests"] == zeros > 0
+    assert doc["trace"]["lookups"] == len(keys) - zeros
+    for (policy, cap), hits in got.items():
+        want, n = libcachesim_hits(path, libcachesim.TraceType.ORACLE_GENERAL_TRACE, policy, cap)
+        assert (hits, doc["trace"]["lookups"]) == (want, n), (policy, cap)
+    summary = run_cli("simulate.py", path, "--lru", "40", "--no-progress", check_rc=0).stdout
+    assert f"{zeros:,} requests of size 0 left out" in summary

@@ -239,6 +239,8 @@ _SHOWN_SERVERS = 8
 def _trace_notes(t) -> list[str]:
     """The attempts answered with an error (not lookups), and the lookups by Redis server."""
     lines = []
+    if getattr(t, "zero_size_requests", 0):
+        lines.append(f"          {t.zero_size_requests:,} requests of size 0 left out (as libCacheSim leaves them)")
     if t.error_replies:
         codes = ", ".join(f"{code} {n:,}" for code, n in sorted(t.error_replies.items(), key=lambda x: -x[1]))
         lines.append(f"          {sum(t.error_replies.values()):,} commands answered with an error are no lookups "

@@ -217,6 +217,8 @@ class SimulationResult:
             "error_lookups": self.trace.error_lookups,
             "lookups_by_server": dict(self.trace.lookups_by_server),
         }
+        if getattr(self.trace, "zero_size_requests", 0):
+            trace["zero_size_requests"] = self.trace.zero_size_requests
         if self.key_pattern is not None:
             trace["key_pattern"] = self.key_pattern
             trace["unmatched_shard_keys"] = self.unmatched_shards

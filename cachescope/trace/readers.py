@@ -42,6 +42,8 @@ class TraceInfo:
     error_lookups: int = 0
     # Lookups by the Redis server (ip:port) that answered them, when the trace names it (captures).
     lookups_by_server: Dict[str, int] = field(default_factory=dict)
+    # Object traces (oracleGeneral, CSV with sizes): requests of size 0, left out as libCacheSim leaves them out.
+    zero_size_requests: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -6,7 +6,8 @@
 //! traces have none). Without `has-header`, a first line whose numeric columns are not numbers is a header.
 //!
 //! Without an op column every request is a read, as libCacheSim simulates them; with one, writes and
-//! deletes are events as in a Redis trace (`--writes` says what they do).
+//! deletes are events as in a Redis trace (`--writes` says what they do). With a size column, requests of
+//! size 0 are left out and counted, as libCacheSim does.
 
 use std::io::BufRead;
 
@@ -246,6 +247,10 @@ impl<R: BufRead> CsvReader<R> {
         };
         let value_size = size(self.spec.size, "size")?;
         let key_size = size(self.spec.key_size, "key size")?;
+        if self.spec.size.is_some() && value_size == 0 {
+            self.stats.zero_size += 1; // as libCacheSim (see `ObjectStats::zero_size`)
+            return Ok(());
+        }
         b.keys.push(key_hash);
         b.ops.push(op);
         if self.spec.time.is_some() {

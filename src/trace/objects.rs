@@ -44,6 +44,9 @@ pub struct ObjectStats {
     pub lookups: u64,
     pub writes: u64,
     pub deletes: u64,
+    /// Requests of size 0, left out as libCacheSim's readers leave them out (`ignore_size_zero_req`, on by
+    /// default): an object of no bytes is no cache entry, and the hits stay equal to libCacheSim's.
+    pub zero_size: u64,
 }
 
 impl ObjectStats {

@@ -63,22 +63,23 @@ impl<R: Read> OracleGeneralReader<R> {
             }
             return Ok(None);
         }
-        let n = got / RECORD;
         let mut b = ObjectBatch::default();
-        for (i, rec) in self.buf[..got].chunks_exact(RECORD).enumerate() {
+        for rec in self.buf[..got].chunks_exact(RECORD) {
             let ts = u32::from_le_bytes(rec[0..4].try_into().unwrap());
             let id = u64::from_le_bytes(rec[4..12].try_into().unwrap());
             let size = u32::from_le_bytes(rec[12..16].try_into().unwrap());
             let next = i64::from_le_bytes(rec[16..24].try_into().unwrap());
+            if size == 0 {
+                self.stats.zero_size += 1;
+                continue;
+            }
             b.keys.push(numeric_key(id));
             b.ops.push(OP_READ);
             b.ts_ns.push(i64::from(ts) * NS);
             b.value_sizes.push(size);
             b.key_bytes.push(0);
-            b.reqs.push(self.stats.requests + i as u64);
+            b.reqs.push(self.stats.requests);
             b.next_access.push(next);
-        }
-        for _ in 0..n {
             self.stats.count(OP_READ);
         }
         self.offset += got as u64;
@@ -111,17 +112,26 @@ mod tests {
 
     #[test]
     fn reads_records_in_batches() {
-        let data: Vec<u8> = (0..10).flat_map(|i| record(100 + i, u64::from(i % 3), 10 * i, -1)).collect();
+        let data: Vec<u8> = (0..10).flat_map(|i| record(100 + i, u64::from(i % 3), 10 * i + 1, -1)).collect();
         let mut r = OracleGeneralReader::new(Cursor::new(data), "t");
         let a = r.next_batch(4).unwrap().unwrap();
         assert_eq!(a.len(), 4);
         assert_eq!(a.keys[0], numeric_key(0));
         assert_eq!(a.keys[3], a.keys[0]);
-        assert_eq!((a.ts_ns[1], a.value_sizes[1]), (101 * NS, 10));
+        assert_eq!((a.ts_ns[1], a.value_sizes[1]), (101 * NS, 11));
         let b = r.next_batch(100).unwrap().unwrap();
         assert_eq!((b.len(), b.reqs[0]), (6, 4));
         assert!(r.next_batch(4).unwrap().is_none());
         assert_eq!(r.stats().lookups, 10);
+    }
+
+    #[test]
+    fn requests_of_size_zero_are_left_out_and_counted() {
+        let data: Vec<u8> = [record(1, 5, 0, -1), record(2, 6, 10, -1), record(3, 5, 0, -1)].concat();
+        let mut r = OracleGeneralReader::new(Cursor::new(data), "t");
+        let b = r.next_batch(10).unwrap().unwrap();
+        assert_eq!((b.keys.clone(), b.reqs.clone()), (vec![numeric_key(6)], vec![0]));
+        assert_eq!((r.stats().requests, r.stats().zero_size), (1, 2));
     }
 
     #[test]
