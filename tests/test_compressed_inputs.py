@@ -80,7 +80,8 @@ def test_a_cut_short_compressed_capture_is_one_line_naming_the_file_and_position
     cut = tmp_path / f"cut.pcap.{kind}"
     cut.write_bytes(packed[: len(packed) * 2 // 3])
     proc = run_cli("simulate.py", cut, "--port", CAPTURE_PORT, "--lru", "100", "--no-progress")
-    assert_one_line_error(proc, str(cut), f"{kind} stream cut short at compressed byte", "bytes decompressed")
+    assert_one_line_error(proc, str(cut), f"{kind} stream cut short at compressed byte", "bytes decompressed",
+                          "lookups were read before it")
 
 
 def test_corrupt_compressed_text_is_one_line_naming_the_file_and_position(tmp_path):

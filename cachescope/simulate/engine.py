@@ -182,7 +182,7 @@ def simulate_trace(
     live = _live_stop(source, duration)
     with live, _progress_bar(source, progress and not live.active) as bar:
         so_far = LiveProgress(source, sim, enabled=progress and live.active)
-        for batch in source.batches():
+        for batch in _saying_how_far(source.batches(), source, sim):
             if needs_sizes and "value_sizes" not in batch:
                 batch["value_sizes"] = _assumed_sizes(source, batch, assume_value_size)
             if first_ts is None and "ts_ns" in batch:
@@ -218,6 +218,17 @@ def _open(trace, format, granularity, ports, csv_spec=None):
             return open_trace(trace[0], format, granularity, ports, csv_spec=csv_spec)
         return MergedSource([open_trace(t, format, granularity, ports, csv_spec=csv_spec) for t in trace])
     return open_trace(trace, format, granularity, ports, csv_spec=csv_spec)
+
+
+def _saying_how_far(batches, source, sim):
+    """The batches; a compressed input that breaks off (a file copied while tcpdump still wrote it) says how
+    much of it was simulated before, so that the part read is not lost in silence."""
+    try:
+        yield from batches
+    except TraceFormatError as e:
+        if getattr(source, "compression", None) is None:
+            raise
+        raise TraceFormatError(f"{e}; {sim.lookups:,} lookups were read before it") from None
 
 
 def _live_stop(source, duration):
