@@ -81,3 +81,24 @@ def test_a_live_fifo_ends_at_its_duration_with_the_full_answer(tmp_path):
     assert [r["hits"] for r in doc["results"]] == [r["hits"] for r in expected["results"]]
     assert "live input ended: --duration 3s reached" in stderr.decode()
     assert elapsed < 30
+
+
+def test_parse_py_on_a_live_capture_ends_cleanly_on_sigint_with_its_trace(tmp_path):
+    """The writer keeps the FIFO open (tcpdump still running): Ctrl-C ends the parse, and the trace holds every
+    row of the packets written before, as parsing the whole file gives them."""
+    fifo, out, whole = tmp_path / "live.fifo", tmp_path / "live.parquet", tmp_path / "whole.parquet"
+    os.mkfifo(fifo)
+    run_cli("parse.py", CAPTURE, "-o", whole, "--port", "16379", "--no-progress", check_rc=0)
+    proc = subprocess.Popen([sys.executable, "parse.py", str(fifo), "-o", str(out), "--port", "16379",
+                             "--stats-json", str(tmp_path / "s.json")], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    with open(fifo, "wb") as w:
+        w.write(CAPTURE.read_bytes())
+        w.flush()
+        time.sleep(3)
+        proc.send_signal(2)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr.decode()
+    assert "live input ended: interrupted (SIGINT)" in stderr.decode()
+    assert pq.read_table(out).equals(pq.read_table(whole))
+    assert json.loads((tmp_path / "s.json").read_text())["live_end"] == "interrupted (SIGINT)"

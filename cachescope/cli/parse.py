@@ -14,7 +14,8 @@ from cachescope.parse.report import input_line, input_report
 def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Parse captured Redis traffic into a trace (DESIGN.md's schema).")
     p.add_argument("capture", help="pcap or pcapng capture (tcpdump -w), a MONITOR log, or a tcpflow output "
-                                   "directory (tcpflow -o DIR: no packet times, so no latencies)")
+                                   "directory (tcpflow -o DIR: no packet times, so no latencies); compressed or "
+                                   "not; - for standard input (tcpdump -w - | ..., ended cleanly by Ctrl-C)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="trace to write: .parquet, .txt (commands), .monitor, .oracleGeneral")
     p.add_argument("--format", choices=OUTPUT_FORMATS, help="output format (default: from OUT's extension)")
@@ -35,6 +36,8 @@ def main(argv=None, prog: str = "parse.py") -> int:
 
     stats = convert(args.capture, args.output, fmt=args.format, ports=args.port,
                     anonymize=args.anonymize, progress=not args.no_progress)
+    if stats.get("live_end"):
+        print(f"live input ended: {stats['live_end']}; the trace holds everything read until then", file=sys.stderr)
     print(format_stats(stats), file=sys.stderr)
     if args.stats_json:
         with open(args.stats_json, "w", encoding="utf-8") as f:

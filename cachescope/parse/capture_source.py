@@ -50,6 +50,7 @@ class CaptureRows:
         self.ports = find_redis_ports(self.path) if ports is None else check_ports(ports)
         self.size_bytes = opened.size_bytes if opened is not None else os.path.getsize(self.path)
         native_args = opened.native_args() if opened is not None else {}
+        self.stop = stop
         if stop is not None:
             native_args["stop"] = stop
         # A fresh salt per parse: anonymized keys are consistent within the trace and useless outside it.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from cachescope import _native
 from cachescope.errors import TraceFormatError
 from cachescope.outputs import check_outputs
 from cachescope.parse.capture_source import DEFAULT_PORTS, CaptureRows
@@ -11,6 +12,7 @@ from cachescope.parse.output_format import output_format
 from cachescope.parse.writers import TraceWriter
 from cachescope.progress import progress_bar
 from cachescope.trace.formats import sniff
+from cachescope.trace.live import LiveStop
 from cachescope.trace.opened import OpenedInput
 
 
@@ -32,12 +34,18 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
 
             rows = MonitorRows(source, anonymize, opened=opened)
         elif kind == "pcap":
-            rows = CaptureRows(source, ports, anonymize, opened=opened)
+            # A live capture (`tcpdump -w - | parse.py - ...`) ends cleanly on Ctrl-C or SIGTERM, its trace kept.
+            stop = None if opened.regular else _native.StopFlag()
+            rows = CaptureRows(source, ports, anonymize, opened=opened, stop=stop)
         else:
             raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
-    with progress_bar(rows.size_bytes, f"parsing {source}", progress) as bar, TraceWriter(output, out_fmt) as writer:
+    stop = getattr(rows, "stop", None)
+    live = LiveStop(flag=stop, active=stop is not None)
+    with live, progress_bar(rows.size_bytes, f"parsing {source}", progress and not live.active) as bar, \
+            TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)
             bar.update(rows.bytes_read - bar.n)
-    return {"input": source, "output": output, "format": out_fmt, **rows.stats}
+    ended = {"live_end": live.reason} if live.reason else {}
+    return {"input": source, "output": output, "format": out_fmt, **rows.stats, **ended}
 
