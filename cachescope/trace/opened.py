@@ -25,6 +25,8 @@ SNIFF_BYTES = 64 * 1024
 MAX_COMPRESSED_HEAD = 16 << 20
 # Lines enough to tell a text format from a live stream without waiting for SNIFF_BYTES of it.
 SNIFF_LINES = 100
+# The longest magic number looked at (xz's); a capture's is 4.
+MAGIC_BYTES = 6
 STDIN = "-"
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd", ".xz", ".lz4")
 
@@ -77,7 +79,7 @@ class OpenedInput:
 
     def _sniff(self, f) -> None:
         """Reads as little as tells the format: a live pipe may take minutes to fill SNIFF_BYTES."""
-        self.head, ended = _read_some(f, b"", _native_magic_bytes())
+        self.head, ended = _read_some(f, b"", MAGIC_BYTES)
         self.compression = _native.compression(self.head)
         while True:
             self.plain = _native.plain_head(self.head, SNIFF_BYTES) if self.compression else self.head[:SNIFF_BYTES]
@@ -107,19 +109,15 @@ class OpenedInput:
             self.stream.close()
 
 
-def _native_magic_bytes() -> int:
-    return 6  # the longest magic number (xz's); a capture's is 4
-
-
 def _told(plain: bytes) -> bool:
     """Whether these first plain bytes already tell the format: a binary magic, or enough text lines."""
     return (plain.startswith(b"PAR1") or _native.is_capture(plain) or plain.count(b"\n") >= SNIFF_LINES)
 
 
 def _read_some(f, have: bytes, want: int) -> tuple[bytes, bool]:
-    """`have` and more, until `want` bytes or the end, then whatever one more read gives (up to SNIFF_BYTES):
-    a pipe hands out what its writer has written so far, so this returns without waiting for a full buffer.
-    Also whether the input has ended."""
+    """`have` and what more reads give until there are at least `want` bytes or the input ends; each read
+    takes what the input holds (a pipe: what its writer has written so far), so this does not wait for a full
+    buffer. Also whether the input has ended."""
     parts, got = [have], len(have)
     while True:
         chunk = f.read(SNIFF_BYTES)
