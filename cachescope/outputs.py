@@ -27,7 +27,8 @@ def _is_regular_or_absent(path: str) -> bool:
 def check_outputs(inputs, outputs) -> None:
     """Refuses an output (flag, path) that is one of the inputs (flag, path) or another output. Only regular
     files (or files still to be made) count: two outputs to /dev/null or to the terminal destroy nothing."""
-    inputs = [(flag, os.fspath(p)) for flag, p in inputs if p is not None]
+    # `-` is standard input, no file an output could overwrite.
+    inputs = [(flag, os.fspath(p)) for flag, p in inputs if p is not None and os.fspath(p) != "-"]
     outputs = [(flag, os.fspath(p)) for flag, p in outputs if p is not None]
     for i, (flag, path) in enumerate(outputs):
         if not _is_regular_or_absent(path):

@@ -7,6 +7,7 @@ pub mod curve;
 pub mod error;
 pub mod fleet;
 pub mod hash;
+pub mod input;
 pub mod net;
 pub mod parse;
 pub mod policy;

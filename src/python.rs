@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Chain, Cursor, Read};
+use std::io::{BufReader, Cursor, Read};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
@@ -39,19 +39,99 @@ fn granularity(name: &str) -> PyResult<Granularity> {
     }
 }
 
-/// An input as the readers take it: the bytes Python already read to tell the format (from a FIFO or a
-/// `<(...)` pipe, they cannot be read twice), then the rest of the same open file.
-type Source = Chain<Cursor<Vec<u8>>, File>;
+/// An input as the readers take it: the bytes Python already read to tell the format (from a FIFO, a
+/// `<(...)` pipe or standard input, they cannot be read twice), then the rest of the same open file, decoded
+/// when compressed (`input::open`) and, for a live input, ended when `stop` is raised.
+/// In a Mutex only so that a pyclass holding it may be shared between threads (a pyclass must be Sync);
+/// reached through `&mut`, never contended.
+struct Source(std::sync::Mutex<Box<dyn Read + Send>>);
 
-/// `path` opened afresh, or, given `fd`, a duplicate of that open descriptor, after `head`.
-fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Source> {
+impl Source {
+    fn new(r: impl Read + Send + 'static) -> Source {
+        Source(std::sync::Mutex::new(Box::new(r)))
+    }
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.get_mut().unwrap_or_else(|p| p.into_inner()).read(buf)
+    }
+}
+
+/// `path` opened afresh, or, given `fd`, a duplicate of that open descriptor, after `head`. Compressed
+/// input is decoded on a thread of its own (`ReadAhead`), so decoding overlaps with parsing.
+fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFlag>) -> PyResult<Source> {
+    open_threaded(path, fd, head, stop).map(|(source, _)| source)
+}
+
+/// As `open_source`, and whether the source is already read on a thread of its own (compressed or live).
+fn open_threaded(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFlag>) -> PyResult<(Source, bool)> {
     let file = match fd {
         // SAFETY: the caller keeps `fd` open for the duration of this call; only a duplicate is kept.
         Some(fd) => unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned().map(File::from),
         None => File::open(path),
     }
     .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    Ok(Cursor::new(head).chain(file))
+    let (compression, plain) =
+        crate::input::open(Cursor::new(head).chain(file)).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    Ok(match (stop, compression) {
+        (Some(flag), _) => (Source::new(crate::input::Stoppable::new(plain, flag.0.clone())), true),
+        (None, Some(_)) => (Source::new(crate::capture::ReadAhead::new(plain)), true),
+        (None, None) => (Source::new(plain), false),
+    })
+}
+
+/// An input's plain bytes (decoded when compressed) for Python's own readers (parse.py's MONITOR logs).
+#[pyclass(module = "cachescope._native")]
+struct PlainInput {
+    source: std::sync::Mutex<Source>, // locked: `read` takes `&self`
+    path: String,
+}
+
+#[pymethods]
+impl PlainInput {
+    #[new]
+    #[pyo3(signature = (path, fd=None, head=Vec::new()))]
+    fn new(path: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        Ok(PlainInput { source: std::sync::Mutex::new(open_source(path, fd, head, None)?), path: path.to_string() })
+    }
+
+    /// Up to `n` bytes; empty at the end. A decoding error is an OSError with its one-line message.
+    fn read<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let mut buf = vec![0; n];
+        let got = py.detach(|| {
+            let mut src = self.source.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                match src.read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    other => return other,
+                }
+            }
+        });
+        let got = got.map_err(|e| PyOSError::new_err(format!("{}: {e}", self.path)))?;
+        Ok(PyBytes::new(py, &buf[..got]))
+    }
+}
+
+/// Raised to end a live input (standard input, a pipe) as if it had ended: `stop()` may be called from any
+/// thread, a signal's or a timer's.
+#[pyclass(module = "cachescope._native")]
+#[derive(Default)]
+struct StopFlag(crate::input::StopFlag);
+
+#[pymethods]
+impl StopFlag {
+    #[new]
+    fn new() -> Self {
+        StopFlag::default()
+    }
+    fn stop(&self) {
+        self.0.stop();
+    }
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.0.is_stopped()
+    }
 }
 
 #[pyclass(module = "cachescope._native")]
@@ -61,12 +141,14 @@ struct TextReader {
 
 #[pymethods]
 impl TextReader {
-    /// `fd` and `head`: read the already open `fd` after the bytes `head` taken from it (see `Source`).
+    /// `fd` and `head`: read the already open `fd` after the bytes `head` taken from it (see `Source`);
+    /// `stop`: a live input, ended when it is raised.
     #[new]
-    #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new()))]
-    fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+    #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new(), stop=None))]
+    fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>,
+           stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
-        let src = BufReader::with_capacity(1 << 20, open_source(path, fd, head)?);
+        let src = BufReader::with_capacity(1 << 20, open_source(path, fd, head, stop.as_deref())?);
         Ok(TextReader { inner: trace::TextReader::new(src, path, format, granularity(granularity_name)?) })
     }
 
@@ -125,6 +207,92 @@ impl TextReader {
     }
 }
 
+/// An object trace (libCacheSim's `oracleGeneral`, a CSV with a column spec): requests of object ids.
+#[pyclass(module = "cachescope._native")]
+struct ObjectReader {
+    inner: ObjectReaderKind,
+}
+
+enum ObjectReaderKind {
+    OracleGeneral(trace::oracle_general::OracleGeneralReader<Source>),
+    Csv(trace::csv::CsvReader<BufReader<Source>>),
+}
+
+#[pymethods]
+impl ObjectReader {
+    /// `format`: "oracleGeneral" or "csv" (with `csv_spec`: libCacheSim's column spec or a preset's name);
+    /// `fd`, `head` and `stop` as for `TextReader`.
+    #[new]
+    #[pyo3(signature = (path, format, csv_spec=None, fd=None, head=Vec::new(), stop=None))]
+    fn new(path: &str, format: &str, csv_spec: Option<&str>, fd: Option<i32>, head: Vec<u8>,
+           stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
+        let inner = match format {
+            "oracleGeneral" => {
+                let src = open_source(path, fd, head, stop.as_deref())?;
+                ObjectReaderKind::OracleGeneral(trace::oracle_general::OracleGeneralReader::new(src, path))
+            }
+            "csv" => {
+                let spec = trace::csv::CsvSpec::parse(csv_spec.unwrap_or_default()).map_err(value_err)?;
+                let src = BufReader::with_capacity(1 << 20, open_source(path, fd, head, stop.as_deref())?);
+                ObjectReaderKind::Csv(trace::csv::CsvReader::new(src, path, spec))
+            }
+            other => return Err(value_err(format!("unknown object trace format {other:?}"))),
+        };
+        Ok(ObjectReader { inner })
+    }
+
+    /// The next requests, at least `min_events` unless the trace ends, as numpy columns (keys, ops, reqs,
+    /// value_sizes, key_bytes, ts_ns when the trace has a clock, next_access for oracleGeneral); None at
+    /// the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>, min_events: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let batch = py.detach(|| match inner {
+            ObjectReaderKind::OracleGeneral(r) => r.next_batch(min_events),
+            ObjectReaderKind::Csv(r) => r.next_batch(min_events),
+        });
+        let Some(b) = batch.map_err(trace_err)? else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        if !b.ts_ns.is_empty() {
+            d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
+        }
+        d.set_item("keys", b.keys.clone().into_pyarray(py))?;
+        d.set_item("entities", b.keys.into_pyarray(py))?;
+        d.set_item("ops", b.ops.into_pyarray(py))?;
+        d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        d.set_item("value_sizes", b.value_sizes.into_pyarray(py))?;
+        d.set_item("key_bytes", b.key_bytes.into_pyarray(py))?;
+        if !b.next_access.is_empty() {
+            d.set_item("next_access", b.next_access.into_pyarray(py))?;
+        }
+        Ok(Some(d))
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        match &self.inner {
+            ObjectReaderKind::OracleGeneral(r) => r.bytes_read(),
+            ObjectReaderKind::Csv(r) => r.bytes_read(),
+        }
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = match &self.inner {
+            ObjectReaderKind::OracleGeneral(r) => r.stats(),
+            ObjectReaderKind::Csv(r) => r.stats(),
+        };
+        let d = PyDict::new(py);
+        d.set_item("commands", s.requests)?;
+        d.set_item("lookups", s.lookups)?;
+        d.set_item("writes", s.writes)?;
+        d.set_item("deletes", s.deletes)?;
+        d.set_item("other_commands", 0)?;
+        d.set_item("zero_size_requests", s.zero_size)?;
+        Ok(d)
+    }
+}
+
 #[pyclass(module = "cachescope._native")]
 struct CaptureParser {
     // Parsed on a thread of its own, one batch ahead (see `parse::ahead`), from a file read ahead on a third
@@ -134,14 +302,19 @@ struct CaptureParser {
 
 #[pymethods]
 impl CaptureParser {
-    /// `fd` and `head` as for `TextReader`.
+    /// `fd`, `head` and `stop` as for `TextReader`.
     #[new]
-    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new()))]
-    fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
-        let file = open_source(path, fd, head)?;
+    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new(), stop=None))]
+    fn new(py: Python<'_>, path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>,
+           stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
+        let (file, threaded) = open_threaded(path, fd, head, stop.as_deref())?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
-        let file = crate::capture::ReadAhead::new(file);
-        let parser = parse::CaptureParser::new(file, path, &config).map_err(trace_err)?;
+        // A plain file is read ahead in blocks; a compressed one already is, and a live input hands over what
+        // each read gives (`Stoppable`).
+        let file = if threaded { file } else { Source::new(crate::capture::ReadAhead::new(file)) };
+        // Without the GIL: a live input's file header may take a while to come, and a signal's watcher thread
+        // must be able to run meanwhile (`cachescope/trace/live.py`).
+        let parser = py.detach(|| parse::CaptureParser::new(file, path, &config)).map_err(trace_err)?;
         Ok(CaptureParser { inner: parse::ParseAhead::new(parser) })
     }
 
@@ -561,7 +734,7 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
 /// ports that look like servers with their segments, busiest first.
 #[pyfunction]
 fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>)> {
-    let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let file = open_source(path, None, Vec::new(), None)?;
     let report = py.detach(|| parse::discover_ports(crate::capture::ReadAhead::new(file), path)).map_err(trace_err)?;
     Ok((report.redis, report.servers))
 }
@@ -584,6 +757,19 @@ fn monitor_line<'py>(
     Ok(parsed.map(|(ts, client, args)| {
         (ts, PyBytes::new(py, &client), args.iter().map(|a| PyBytes::new(py, a)).collect())
     }))
+}
+
+/// The compression whose magic number these first bytes start with ("gzip", "zstd", "xz", "lz4"), or None.
+#[pyfunction]
+fn compression(head: &[u8]) -> Option<&'static str> {
+    crate::input::Compression::detect(head).map(crate::input::Compression::name)
+}
+
+/// Up to `max` plain bytes that these first bytes of an input decode to (themselves when not compressed).
+#[pyfunction]
+fn plain_head<'py>(py: Python<'py>, head: &[u8], max: usize) -> Bound<'py, PyBytes> {
+    let plain = py.detach(|| crate::input::plain_head(head, max));
+    PyBytes::new(py, &plain)
 }
 
 #[pyfunction]
@@ -783,6 +969,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<CaptureParser>()?;
     m.add_class::<StreamParser>()?;
+    m.add_class::<StopFlag>()?;
+    m.add_class::<PlainInput>()?;
+    m.add_class::<ObjectReader>()?;
+    m.add_function(wrap_pyfunction!(compression, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_head, m)?)?;
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
     m.add_function(wrap_pyfunction!(discover_ports, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;

@@ -16,12 +16,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from cachescope.capture.compress import Compressor
 from cachescope.capture.options import human_bytes, human_seconds
 from cachescope.capture.signals import StopSignals
 from cachescope.capture.status import Status
-from cachescope.capture.tcpdump import (CaptureStats, files_written, parse_stats, savefile_pattern, start_error,
-                                        tcpdump_command)
-from cachescope.errors import CaptureError
+from cachescope.capture.tcpdump import (STDOUT, CaptureStats, files_written, parse_stats, savefile_pattern,
+                                        start_error, tcpdump_command)
+from cachescope.errors import CaptureError, UsageError
 
 DEFAULT_BUFFER = 64 * 2**20
 START_TIMEOUT = 15.0  # opening a device and compiling a filter takes milliseconds; a hang is a broken setup
@@ -34,6 +35,7 @@ class CaptureResult:
     files: list[str]
     seconds: float
     command: list[str] = field(default_factory=list)
+    to_stdout: bool = False
 
     @property
     def bytes_written(self) -> int:
@@ -50,31 +52,45 @@ def find_tcpdump() -> str:
 
 def capture_packets(output: str, *, ports=(6379,), interface: str = "any", duration: float | None = None,
                     buffer_bytes: int = DEFAULT_BUFFER, rotate_size: int | None = None,
-                    rotate_every: float | None = None, status: Status | None = None) -> CaptureResult:
+                    rotate_every: float | None = None, status: Status | None = None,
+                    compress: str | None = None) -> CaptureResult:
     """Captures the TCP traffic of `ports` on `interface` into `output` until `duration` seconds have passed
-    (or Ctrl-C), and returns tcpdump's counters and the files written."""
+    (or Ctrl-C), and returns tcpdump's counters and the files written. `compress` ("gzip", "zstd", "xz",
+    "lz4"): each file is compressed once closed (`compress.py`)."""
     status = status or Status("capture")
+    to_stdout = output == STDOUT
+    if to_stdout and compress:
+        raise UsageError("-o - writes to standard output: compress it there (| zstd), not with --compress")
+    compressor = Compressor(compress) if compress else None
     cmd = tcpdump_command(find_tcpdump(), output=output, ports=ports, interface=interface,
                           buffer_bytes=buffer_bytes, rotate_size=rotate_size, rotate_every=rotate_every,
                           as_root=os.geteuid() == 0)
     started = time.time()
-    run = _Tcpdump(cmd)
+    run = _Tcpdump(cmd, to_stdout)
     try:
         run.wait_listening()
-        status.say(f"capturing {cmd[-1]} on {interface} into {savefile_pattern(output, rotate_every)} "
+        into = "standard output" if to_stdout else savefile_pattern(output, rotate_every)
+        status.say(f"capturing {cmd[-1]} on {interface} into {into} "
                    + (f"for {human_seconds(duration)}" if duration else "until Ctrl-C"))
-        _wait(run, duration, status, lambda: files_written(savefile_pattern(output, rotate_every), started))
+        _wait(run, duration, status,
+              lambda: [] if to_stdout else files_written(savefile_pattern(output, rotate_every), started,
+                                                         compressor is not None),
+              compressor)
     finally:
         lines, returncode = run.stop()
     stats = parse_stats(lines)
     if not stats.complete:
         raise start_error(lines, returncode)
-    files = files_written(savefile_pattern(output, rotate_every), started)
-    return CaptureResult(stats, files, time.time() - started, cmd)
+    files = [] if to_stdout else files_written(savefile_pattern(output, rotate_every), started,
+                                               compressor is not None)
+    if compressor is not None:
+        files = compressor.finish(files)
+    return CaptureResult(stats, files, time.time() - started, cmd, to_stdout)
 
 
-def _wait(run: "_Tcpdump", duration, status: Status, current_files) -> None:
-    """Until the duration is over, the user interrupts, or tcpdump stops on its own (a full disk)."""
+def _wait(run: "_Tcpdump", duration, status: Status, current_files, compressor=None) -> None:
+    """Until the duration is over, the user interrupts, or tcpdump stops on its own (a full disk); files
+    that rotation closed are compressed meanwhile."""
     start = time.monotonic()
     deadline = start + duration if duration else None
     stop = StopSignals()
@@ -84,6 +100,8 @@ def _wait(run: "_Tcpdump", duration, status: Status, current_files) -> None:
                 return
             time.sleep(0.1 if deadline is None else min(0.1, max(0.0, deadline - time.monotonic())))
             status.tick(lambda: _progress(time.monotonic() - start, duration, current_files()))
+            if compressor is not None:
+                compressor.closed(current_files())
     if run.proc.poll() is not None and not stop.requested:
         raise start_error(run.lines(), run.proc.returncode)
 
@@ -98,8 +116,9 @@ def _progress(elapsed: float, duration, files) -> str:
 class _Tcpdump:
     """One tcpdump process and a thread collecting its stderr (it says little: a banner, warnings, counters)."""
 
-    def __init__(self, cmd):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    def __init__(self, cmd, to_stdout: bool = False):
+        """`to_stdout`: tcpdump writes the capture to this process's standard output (`-w -`)."""
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=None if to_stdout else subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
         self._lines: list[str] = []
         self._listening = threading.Event()

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from cachescope.errors import CaptureError, UsageError
 
 TIME_PATTERN = "-%Y%m%d-%H%M%S"
+STDOUT = "-"
 MIN_ROTATE_BYTES = 10**6  # tcpdump's -C unit
 
 _COUNTS = {
@@ -73,6 +74,11 @@ def tcpdump_command(tcpdump: str, *, output: str, ports, interface: str = "any",
     """The full argument vector, from already-parsed options (bytes and seconds)."""
     cmd = [tcpdump, "-i", interface, "-w", savefile_pattern(output, rotate_every), "-s", "0",
            "-B", str(max(1, buffer_bytes // 1024)), "-n"]
+    if output == STDOUT:
+        if rotate_size is not None or rotate_every is not None:
+            raise UsageError("-o - writes one stream to standard output: it cannot rotate")
+        # Each packet handed over as it comes, for a live reader (`| simulate.py -`).
+        cmd += ["-U", "--immediate-mode"]
     if as_root:
         cmd += ["-Z", "root"]
     if rotate_size is not None:
@@ -87,18 +93,20 @@ def tcpdump_command(tcpdump: str, *, output: str, ports, interface: str = "any",
     return cmd + [bpf_filter(ports)]
 
 
-def savefile_regex(pattern: str) -> re.Pattern:
+def savefile_regex(pattern: str, compressed: bool = False) -> re.Pattern:
     """Matches every name tcpdump can derive from `pattern`: strftime fields filled in, a rotation count
-    appended."""
+    appended, and with `compressed` (`--compress`) a compressor's suffix after that."""
     parts = re.split(r"(%.)", os.path.basename(pattern))
     body = "".join(".+?" if p.startswith("%") and len(p) == 2 else re.escape(p) for p in parts)
-    return re.compile(f"^{body}[0-9]*$")
+    suffix = "(\\.gz|\\.zst|\\.xz|\\.lz4)?" if compressed else ""
+    return re.compile(f"^{body}[0-9]*{suffix}$")
 
 
-def files_written(pattern: str, since: float) -> list[str]:
-    """The files of this capture: names that fit the pattern, modified since it started, oldest first."""
+def files_written(pattern: str, since: float, compressed: bool = False) -> list[str]:
+    """The files of this capture: names that fit the pattern (compressed ones too with `compressed`),
+    modified since it started, oldest first."""
     folder = os.path.dirname(pattern) or "."
-    regex = savefile_regex(pattern)
+    regex = savefile_regex(pattern, compressed)
     found = []
     for entry in os.scandir(folder):
         if regex.match(entry.name) and entry.is_file() and entry.stat().st_mtime >= since - 1:
@@ -107,7 +115,7 @@ def files_written(pattern: str, since: float) -> list[str]:
 
 
 def _rotation_count(name: str) -> int:
-    digits = re.search(r"[0-9]*$", name).group(0)
+    digits = re.search(r"[0-9]*(\.gz|\.zst|\.xz|\.lz4)?$", name).group(0).split(".")[0]
     return int(digits) if digits else 0
 
 

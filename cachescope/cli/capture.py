@@ -20,18 +20,23 @@ files written:
                        e.g. capture-20240521-143000.pcap, unless FILE already has strftime % fields
   both                 each timed file may also grow a count: capture-20240521-143000.pcap1
 
+--compress gzip|zstd|xz|lz4 compresses each file once it is closed (FILE.gz, FILE1.gz, ...), as tcpdump -z
+does, the last one too; simulate.py and parse.py read them as they are.
+
 Capturing packets needs root or CAP_NET_RAW (sudo). Ctrl-C stops cleanly and prints the counters.
 --monitor records `redis-cli MONITOR` lines instead of packets (no root needed, but it slows the server).
 """
 
-PACKET_ONLY = ("port", "interface", "buffer", "rotate_size", "rotate_every")
+PACKET_ONLY = ("port", "interface", "buffer", "rotate_size", "rotate_every", "compress")
 
 
 def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
                description="Capture the Redis traffic of this host into a pcap file (tcpdump), "
                            "or a server's MONITOR stream into a monitor text file.")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the capture file to write")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the capture file to write; - writes it to standard output, packet by packet, for a "
+                        "live simulation: capture.py -o - | simulate.py - --port 6379 --lru 1e5")
     p.add_argument("--duration", metavar="TIME", help="how long: 90s, 15m, 1h (default: until Ctrl-C)")
     p.add_argument("--port", action="append", metavar="PORT[,PORT...]",
                    help="Redis port to capture, repeatable (default 6379)")
@@ -40,6 +45,8 @@ def build_parser(prog: str) -> Parser:
                    help=f"kernel capture buffer, e.g. 256MiB (default {DEFAULT_BUFFER // 2**20}MiB)")
     p.add_argument("--rotate-size", metavar="SIZE", help="start a new file past this size, e.g. 1GiB")
     p.add_argument("--rotate-every", metavar="TIME", help="start a new file every TIME, e.g. 10m")
+    p.add_argument("--compress", "-z", metavar="gzip|zstd|xz|lz4",
+                   help="compress each file once closed (rotated, or at the end), as tcpdump -z does")
     p.add_argument("--monitor", metavar="URL",
                    help="record MONITOR from redis://[:password@]host:port[/db] instead of capturing packets")
     return p
@@ -67,6 +74,7 @@ def main(argv=None, prog: str = "capture.py") -> int:
         rotate_size=parse_size(args.rotate_size, "--rotate-size") if args.rotate_size else None,
         rotate_every=parse_duration(args.rotate_every, "--rotate-every") if args.rotate_every else None,
         status=status,
+        compress=args.compress,
     )
     report(result, status)
     return 0
@@ -85,7 +93,9 @@ def report(result, status: Status) -> None:
                    "write to a faster disk")
     for path in result.files:
         status.say(f"wrote {path} ({human_bytes(os.path.getsize(path))})")
-    if not result.files:
+    if result.to_stdout:
+        status.say("wrote the capture to standard output")
+    elif not result.files:
         status.say("no file was written (no packet matched?)")
 
 

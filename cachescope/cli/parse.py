@@ -7,6 +7,7 @@ import os
 import sys
 
 from cachescope.cli.common import EXIT_USAGE, Parser
+from cachescope.errors import UsageError
 from cachescope.outputs import check_outputs
 from cachescope.parse.output_format import OUTPUT_FORMATS
 from cachescope.parse.report import input_line, input_report
@@ -16,7 +17,8 @@ def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Parse captured Redis traffic into a trace (DESIGN.md's schema).")
     p.add_argument("capture", nargs="+",
                    help="pcap or pcapng capture (tcpdump -w), a MONITOR log, or a tcpflow output directory (tcpflow "
-                        "-o DIR: no packet times, so no latencies); several (files, globs, capture.py's rotated "
+                        "-o DIR: no packet times, so no latencies), compressed or not; - for standard input "
+                        "(tcpdump -w - | ..., ended cleanly by Ctrl-C); several (files, globs, capture.py's rotated "
                         "files, a folder of captures per host) are merged by time, each host its own client")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="trace to write: .parquet, .txt (commands), .monitor, .oracleGeneral; with several "
@@ -43,6 +45,8 @@ def main(argv=None, prog: str = "parse.py") -> int:
     args = build_parser(prog).parse_args(argv)
     from cachescope.parse.inputs import captures
 
+    if "-" in args.capture and len(args.capture) > 1:
+        raise UsageError("-: standard input is read alone, not with other captures")
     caps = captures(args.capture)
     check_outputs([("capture", c.path) for c in caps], [("-o", args.output), ("--stats-json", args.stats_json)])
     from cachescope.parse.many import is_folder_output
@@ -53,6 +57,9 @@ def main(argv=None, prog: str = "parse.py") -> int:
 
         stats = convert(caps[0].path, args.output, fmt=args.format, ports=args.port,
                         anonymize=args.anonymize, progress=not args.no_progress)
+        if stats.get("live_end"):
+            print(f"live input ended: {stats['live_end']}; the trace holds everything read until then",
+                  file=sys.stderr)
         print(format_stats(stats), file=sys.stderr)
     else:
         from cachescope.parse.many import convert_many

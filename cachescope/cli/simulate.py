@@ -19,10 +19,11 @@ from cachescope.trace.readers import GRANULARITIES
 def build_parser(prog: str) -> Parser:
     p = Parser(prog=prog, description="Simulate in-process cache policies over a Redis trace.")
     p.add_argument("trace", nargs="+",
-                   help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture; several "
-                        "(the captures of several service hosts, say) are merged in time order into one stream; "
-                        "a Parquet dataset (parse.py's folder output, a glob of its files, or an fsspec URL) is "
-                        "read as one trace in time order")
+                   help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture, compressed "
+                        "or not (gzip, zstd, xz, lz4), or - for standard input (tcpdump -w - | ...); several (the "
+                        "captures of several service hosts, say) are merged in time order into one stream; a Parquet "
+                        "dataset (parse.py's folder output, a glob of its files, or an fsspec URL) is read as one "
+                        "trace in time order")
     group = p.add_argument_group(
         "policies", "capacity in entries (100000, 1e5, 100k) or bytes (64MiB, 2GB); a comma list runs several")
     for spec in POLICIES.values():
@@ -78,6 +79,13 @@ def build_parser(prog: str) -> Parser:
     p.add_argument("--port", action="append", metavar="PORT[,PORT]",
                    help="Redis server port(s) in a capture (default: the ports Redis commands are sent to in "
                         "it; repeat or comma-list for several)")
+    p.add_argument("--csv-spec", metavar="SPEC",
+                   help="the columns of a CSV trace, as libCacheSim's -t csv params: time-col=1,obj-id-col=2,"
+                        "obj-size-col=3[,op-col=N,key-size-col=N,delimiter=X,has-header=true,obj-id-is-num=true]"
+                        " (columns from 1), or a preset: twitter")
+    p.add_argument("--duration", metavar="DURATION",
+                   help="with a live input (- or a FIFO): stop reading after this long (15m) and answer; Ctrl-C "
+                        "and SIGTERM also end it with the full answer")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW,
                    help=f"lookups per timeline point (default {DEFAULT_WINDOW:,})")
 
@@ -164,8 +172,12 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         one_pod_of=args.one_pod_of,
         scheduler=args.scheduler,
         workers=args.workers,
+        duration=args.duration,
+        csv_spec=args.csv_spec,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
+    if result.live_end:
+        print(f"live input ended: {result.live_end}; the answer covers everything read until then", file=sys.stderr)
     if result.capture_stats:
         from cachescope.parse.report import input_line, input_report
 
@@ -255,6 +267,8 @@ _SHOWN_SERVERS = 8
 def _trace_notes(t) -> list[str]:
     """The attempts answered with an error (not lookups), and the lookups by Redis server."""
     lines = []
+    if getattr(t, "zero_size_requests", 0):
+        lines.append(f"          {t.zero_size_requests:,} requests of size 0 left out (as libCacheSim leaves them)")
     if t.error_replies:
         codes = ", ".join(f"{code} {n:,}" for code, n in sorted(t.error_replies.items(), key=lambda x: -x[1]))
         lines.append(f"          {sum(t.error_replies.values()):,} commands answered with an error are no lookups "

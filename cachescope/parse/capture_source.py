@@ -38,12 +38,13 @@ class CaptureRows:
     """One capture opened for parsing. Iterate `record_batches()` once; `stats` is complete afterwards."""
 
     def __init__(self, path: str, ports=DEFAULT_PORTS, anonymize: bool = False, opened=None,
-                 salt: int | None = None):
+                 salt: int | None = None, stop=None):
         """`ports`: the Redis server ports; None finds them by content (`discover.find_redis_ports`), which
         reads the capture once more, so a stream must name them. `opened`: the input's OpenedInput when its
-        first bytes were already read (a FIFO, a pipe). `salt`: with `anonymize`, the salt to use (several
-        captures of one run anonymized alike) instead of a fresh one."""
-        self.path = os.fspath(path)
+        first bytes were already read (a FIFO, a pipe, standard input). `salt`: with `anonymize`, the salt to
+        use (several captures of one run anonymized alike) instead of a fresh one. `stop`: a
+        `_native.StopFlag` that ends a live input (`cachescope.trace.live`)."""
+        self.path = opened.name if opened is not None else os.fspath(path)
         self.found_ports = ports is None
         if ports is None and opened is not None and opened.stream is not None:
             raise UsageError(f"{self.path}: a capture read from a stream needs --port (finding Redis by its "
@@ -51,11 +52,14 @@ class CaptureRows:
         self.ports = find_redis_ports(self.path) if ports is None else check_ports(ports)
         self.size_bytes = opened.size_bytes if opened is not None else os.path.getsize(self.path)
         native_args = opened.native_args() if opened is not None else {}
+        self.stop = stop
+        if stop is not None:
+            native_args["stop"] = stop
         # A fresh salt per parse: anonymized keys are consistent within the trace and useless outside it.
         salt = (secrets.randbits(64) if salt is None else salt) if anonymize else None
         try:
             self._parser = _native.CaptureParser(self.path, self.ports, salt, **native_args)
-        except _native.NativeTraceError as e:
+        except (_native.NativeTraceError, OSError) as e:
             raise TraceFormatError(str(e)) from None
         self.stats: dict = {}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from cachescope import _native
 from cachescope.errors import TraceFormatError
 from cachescope.outputs import check_outputs
 from cachescope.parse.capture_source import DEFAULT_PORTS, CaptureRows
@@ -11,6 +12,7 @@ from cachescope.parse.output_format import output_format
 from cachescope.parse.writers import TraceWriter
 from cachescope.progress import progress_bar
 from cachescope.trace.formats import sniff
+from cachescope.trace.live import LiveStop
 from cachescope.trace.opened import OpenedInput
 
 
@@ -20,18 +22,23 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
     counters (packets, connections, gaps, ...). `ports=None`: a capture's Redis ports are found by content."""
     out_fmt = output_format(output, fmt)
     check_outputs([("capture", source)], [("-o", output)])
-    rows = open_rows(source, ports, anonymize)
-    with progress_bar(rows.size_bytes, f"parsing {source}", progress) as bar, TraceWriter(output, out_fmt) as writer:
+    rows = open_rows(source, ports, anonymize, live=True)
+    stop = getattr(rows, "stop", None)
+    live = LiveStop(flag=stop, active=stop is not None)
+    with live, progress_bar(rows.size_bytes, f"parsing {source}", progress and not live.active) as bar, \
+            TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)
             bar.update(rows.bytes_read - bar.n)
-    return {"input": source, "output": output, "format": out_fmt, **rows.stats}
+    ended = {"live_end": live.reason} if live.reason else {}
+    return {"input": source, "output": output, "format": out_fmt, **rows.stats, **ended}
 
 
-def open_rows(source: str, ports=(6379,), anonymize: bool = False, salt: int | None = None):
+def open_rows(source: str, ports=(6379,), anonymize: bool = False, salt: int | None = None, live: bool = False):
     """The rows of a capture, a MONITOR log or a tcpflow output directory, opened for reading (an object
     with `record_batches()`, `stats`, `size_bytes`, `bytes_read`). `salt`: the anonymizing salt to use
-    (several captures anonymized alike), instead of a fresh one."""
+    (several captures anonymized alike), instead of a fresh one. `live`: a capture read from a pipe ends
+    cleanly on Ctrl-C or SIGTERM, its trace kept (`tcpdump -w - | parse.py - ...`)."""
     if os.path.isdir(source):
         from cachescope.parse.tcpflow_source import TcpflowRows
 
@@ -43,6 +50,7 @@ def open_rows(source: str, ports=(6379,), anonymize: bool = False, salt: int | N
 
         return MonitorRows(source, anonymize, opened=opened)
     if kind == "pcap":
-        return CaptureRows(source, ports, anonymize, opened=opened, salt=salt)
+        stop = _native.StopFlag() if live and not opened.regular else None
+        return CaptureRows(source, ports, anonymize, opened=opened, salt=salt, stop=stop)
     opened.close()
     raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")

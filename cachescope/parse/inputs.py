@@ -14,7 +14,9 @@ from cachescope.errors import UsageError
 # timed rotation the opening time before it (`redis-20240521-143000.pcap`).
 _ROTATION_COUNT = re.compile(r"(\.pcap(?:ng)?)[0-9]+$")
 _OPENING_TIME = re.compile(r"[-_.]?\d{8}[-_T]?\d{4,6}(?=\.|$)")
-_CAPTURE_EXTENSIONS = re.compile(r"\.(pcap|pcapng|cap|monitor)[0-9]*$")
+_CAPTURE_EXTENSIONS = re.compile(r"\.(pcap|pcapng|cap|monitor)[0-9]*(\.(gz|zst|xz|lz4))?$")
+# What `capture.py --compress` or `tcpdump -z` adds after the rotated name.
+_COMPRESSED = re.compile(r"\.(gz|zst|xz|lz4)$")
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,8 @@ def host_names(paths: list[str]) -> list[str]:
 
 
 def host_of_name(path: str) -> str:
-    """`redis.pcap3` -> `redis`, `redis-20240521-143000.pcap` -> `redis`, `a.pcap` -> `a`."""
-    name = _ROTATION_COUNT.sub(r"\1", os.path.basename(path))
+    """`redis.pcap3` -> `redis`, `redis-20240521-143000.pcap` -> `redis`, `a.pcap` -> `a`, `a.pcap2.gz` -> `a`."""
+    name = _ROTATION_COUNT.sub(r"\1", _COMPRESSED.sub("", os.path.basename(path)))
     stem, _ = os.path.splitext(name)
     return _OPENING_TIME.sub("", stem) or stem
 

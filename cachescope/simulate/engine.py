@@ -18,6 +18,8 @@ from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES
 from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
 from cachescope.simulate.result import SimulationResult
 from cachescope.simulate.sizing import parse_targets
+from cachescope.simulate.live_progress import LiveProgress
+from cachescope.trace.live import LiveStop
 from cachescope.trace.merge import MergedSource
 from cachescope.trace.readers import TraceSource, open_trace
 
@@ -59,6 +61,8 @@ def simulate_trace(
     scheduler: str | None = None,
     workers: int | None = None,
     _subset=None,
+    duration=None,
+    csv_spec=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -96,13 +100,17 @@ def simulate_trace(
       caches, fleets, curves) run as Dask tasks that each stream the trace (sweep.py); the results are those
       of the serial run. The trace must be a path (or dataset URL) the workers can read.
     - `trace` may be a Parquet dataset (a folder, a glob, an fsspec URL; dataset.py), read as one trace.
+    - a live input (`"-"` for standard input, a FIFO: `tcpdump -w - | ...`) is read until it ends, SIGINT,
+      SIGTERM or `duration` (`"15m"`), and the answer covers everything read (`result.live_end` says what
+      ended it); a progress line gives the hit rates so far.
+    - `csv_spec`: the columns of a CSV object trace (libCacheSim's `-t csv` params, or `"twitter"`).
     """
     call = dict(locals())  # a sweep's tasks run this same call on a part of the work (sweep.py)
     if scheduler is not None or workers:
         from cachescope.cluster import check_cluster_options
 
         check_cluster_options(workers, scheduler)
-    source = _open(trace, format, granularity, ports)
+    source = _open(trace, format, granularity, ports, csv_spec)
     curve_policies = [] if curve is None else parse_curve_policies(curve)
     curve_caps, curve_unit = curve_capacities_of(curve_capacities) if curve_policies else ([], "entries")
     targets = [] if target is None else parse_targets(target)
@@ -166,7 +174,7 @@ def simulate_trace(
             raise UsageError(f"{source.path}: {', '.join(p for p, _ in runs if p in _native.NEEDS_FUTURE)} reads "
                              "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
                              "save the trace to a file first")
-        future = _next_accesses(_open(trace, format, granularity, ports), allow, progress)
+        future = _next_accesses(_open(trace, format, granularity, ports, csv_spec), allow, progress)
     native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None, policy_params.get(p, {}))
                    for p, c in runs]
     try:
@@ -192,8 +200,10 @@ def simulate_trace(
     needs_sizes = any(c.unit == "bytes" for _, c in runs) or any(f[1].unit == "bytes" for f in fleets) \
         or curve_unit == "bytes"
     first_ts = None
-    with _progress_bar(source, progress) as bar:
-        for batch in source.batches():
+    live = _live_stop(source, duration)
+    with live, _progress_bar(source, progress and not live.active) as bar:
+        so_far = LiveProgress(source, sim, enabled=progress and live.active)
+        for batch in _saying_how_far(source.batches(), source, sim):
             if needs_sizes and "value_sizes" not in batch:
                 batch["value_sizes"] = _assumed_sizes(source, batch, assume_value_size)
             if first_ts is None and "ts_ns" in batch:
@@ -207,12 +217,15 @@ def simulate_trace(
                                  f"points over this trace ({sim.lookups:,} lookups read so far): give a larger "
                                  "--window")
             bar.update(source.bytes_read - bar.n)
+            so_far.update()
+        so_far.close()
     if _subset is not None:
         from cachescope.simulate.sweep import task_outputs
 
         return task_outputs(source, sim, first_ts, bool(curve_policies))
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
                                               [f[1].unit for f in fleets])
+    result.live_end = live.reason
     # A capture parsed on the fly: what parsing found, for the same report parse.py gives.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
     if curve_policies:
@@ -231,7 +244,7 @@ def simulate_trace(
     return result
 
 
-def _open(trace, format, granularity, ports):
+def _open(trace, format, granularity, ports, csv_spec=None):
     """A trace source: an open one as it is, a path, or several paths merged in time order (the captures
     of several service hosts read as one fleet's stream)."""
     from cachescope.trace.dataset_spec import is_dataset, is_part_file
@@ -240,18 +253,39 @@ def _open(trace, format, granularity, ports):
         return trace
     if isinstance(trace, (list, tuple)):
         if len(trace) == 1:
-            return _open(trace[0], format, granularity, ports)
+            return _open(trace[0], format, granularity, ports, csv_spec)
         if format in (None, "parquet") and all(is_part_file(t) for t in trace):
             # A dataset's parts as the shell expanded its glob: read as the dataset, not as separate traces.
             from cachescope.trace.dataset import DatasetSource
 
             return DatasetSource(None, granularity, files=[str(t) for t in trace])
-        return MergedSource([open_trace(t, format, granularity, ports) for t in trace])
+        return MergedSource([open_trace(t, format, granularity, ports, csv_spec=csv_spec) for t in trace])
     if format in (None, "parquet") and is_dataset(trace):
         from cachescope.trace.dataset import DatasetSource
 
         return DatasetSource(os.fspath(trace), granularity)
-    return open_trace(trace, format, granularity, ports)
+    return open_trace(trace, format, granularity, ports, csv_spec=csv_spec)
+
+
+def _saying_how_far(batches, source, sim):
+    """The batches; a compressed input that breaks off (a file copied while tcpdump still wrote it) says how
+    much of it was simulated before, so that the part read is not lost in silence."""
+    try:
+        yield from batches
+    except TraceFormatError as e:
+        if getattr(source, "compression", None) is None:
+            raise
+        raise TraceFormatError(f"{e}; {sim.lookups:,} lookups were read before it") from None
+
+
+def _live_stop(source, duration):
+    """What ends a live input (signals, `duration`); a context that does nothing for a file."""
+    if not getattr(source, "live", False):
+        if duration is not None:
+            raise UsageError(f"{source.path}: --duration is for a live input (standard input, a FIFO); a file "
+                             "ends by itself")
+        return LiveStop(None, active=False)
+    return LiveStop(None if duration is None else opt.parse_duration(duration) / 1e9, flag=source.stop)
 
 
 def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params):

@@ -42,6 +42,8 @@ class SimulationResult:
         self.key_pattern = None
         # The counters of a capture parsed on the fly (empty for a trace file): simulate.py reports them.
         self.capture_stats: dict = {}
+        self.live_end: str | None = None
+        """What ended a live input early (SIGINT, SIGTERM, --duration); None when it ended by itself."""
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
         self.request: dict = {}
@@ -221,6 +223,8 @@ class SimulationResult:
             "lookups_by_server": dict(self.trace.lookups_by_server),
             "round_trips_known": self.trace.round_trips_known,
         }
+        if getattr(self.trace, "zero_size_requests", 0):
+            trace["zero_size_requests"] = self.trace.zero_size_requests
         if self.key_pattern is not None:
             trace["key_pattern"] = self.key_pattern
             trace["unmatched_shard_keys"] = self.unmatched_shards

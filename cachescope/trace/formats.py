@@ -9,7 +9,10 @@ from cachescope.errors import TraceFormatError, UsageError
 from cachescope.trace.opened import OpenedInput
 
 TEXT_FORMATS = ("commands", "monitor", "keys")
-FORMATS = (*TEXT_FORMATS, "parquet", "pcap")
+# Object traces, as cache simulators write them (src/trace/objects.rs): libCacheSim's binary, CSV with a column
+# spec (--csv-spec), and Twitter's cache-trace CSV layout.
+OBJECT_FORMATS = ("oracleGeneral", "csv", "twitter")
+FORMATS = (*TEXT_FORMATS, "parquet", "pcap", *OBJECT_FORMATS)
 
 _BY_EXTENSION = {
     ".parquet": "parquet",
@@ -20,6 +23,7 @@ _BY_EXTENSION = {
     ".cmds": "commands",
     ".pcap": "pcap",
     ".pcapng": "pcap",
+    ".csv": "csv",
 }
 
 
@@ -39,12 +43,17 @@ def sniff(opened: OpenedInput | None, forced: str | None = None) -> str:
         raise UsageError(f"unknown trace format {forced!r}; choose from {', '.join(FORMATS)}")
     if forced is not None:
         return forced
-    path, head = opened.path, opened.head
+    path, head = opened.name, opened.plain
     if head.startswith(b"PAR1"):
+        if opened.compression is not None:
+            raise TraceFormatError(f"{path}: a {opened.compression}-compressed Parquet file; Parquet is read from "
+                                   "its end, so decompress it first (Parquet compresses its columns itself)")
         return "parquet"
     if _native.is_capture(head):
         return "pcap"
-    by_extension = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
+    if "oraclegeneral" in os.path.basename(opened.base_name).lower():
+        return "oracleGeneral"  # libCacheSim's names: x.oracleGeneral, x.oracleGeneral.bin, x.oracleGeneral.zst
+    by_extension = _BY_EXTENSION.get(os.path.splitext(opened.base_name)[1].lower())
     if by_extension == "parquet":
         raise TraceFormatError(f"{path}: named .parquet but is not a Parquet file")
     if by_extension is not None:

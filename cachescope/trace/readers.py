@@ -14,10 +14,12 @@ import numpy as np
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
-from cachescope.trace.formats import FORMATS, TEXT_FORMATS, sniff
+from cachescope.trace.formats import FORMATS, OBJECT_FORMATS, TEXT_FORMATS, sniff
 from cachescope.trace.opened import OpenedInput
 
 BATCH_EVENTS = 1 << 20
+# A live input (standard input, a FIFO) in small batches: its progress line moves while the traffic is slow.
+LIVE_BATCH_EVENTS = 1 << 12
 GRANULARITIES = ("field", "entity")
 
 Batch = Dict[str, np.ndarray]
@@ -43,6 +45,8 @@ class TraceInfo:
     # The trace tells which commands a connection sent together (a capture's batches); otherwise (no replies:
     # MONITOR and text traces) every command counts as a round trip of its own.
     round_trips_known: bool = False
+    # Object traces (oracleGeneral, CSV with sizes): requests of size 0, left out as libCacheSim leaves them out.
+    zero_size_requests: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -65,14 +69,27 @@ class ClientHosts:
 class TraceSource:
     """One trace file opened for reading: iterate `batches()` once, then read `info`."""
 
-    def __init__(self, path: str, format: str | None = None, granularity: str = "field", ports=(6379,)):
+    def __init__(self, path: str, format: str | None = None, granularity: str = "field", ports=(6379,),
+                 stop=None, csv_spec: str | None = None):
+        """`path`: a file, a FIFO, or `-` for standard input; compressed or not. `stop`: a `_native.StopFlag`
+        ending a live input (standard input, a FIFO, a pipe) as if it had ended (`cachescope.trace.live`).
+        `csv_spec`: the columns of a CSV trace, as libCacheSim's `-t csv` params (`time-col=1,obj-id-col=2,
+        obj-size-col=3,...`) or a preset's name (`twitter`)."""
         if granularity not in GRANULARITIES:
             raise UsageError(f"unknown granularity {granularity!r}; choose field or entity")
-        self.path = os.fspath(path)
         if format is not None and format not in FORMATS:
             sniff(None, format)  # the one-line error naming the formats
-        self._opened = OpenedInput(self.path)
+        self._opened = OpenedInput(os.fspath(path))
+        self.path = self._opened.name
+        self.compression = self._opened.compression
         self.format = sniff(self._opened, format)
+        self.stop = None if self._opened.regular else (_native.StopFlag() if stop is None else stop)
+        if self.format == "twitter":
+            self.format, csv_spec = "csv", csv_spec or "twitter"
+        if self.format == "csv" and not csv_spec:
+            raise UsageError(f"{self.path}: a CSV trace needs its columns: --csv-spec 'time-col=1,obj-id-col=2,"
+                             "obj-size-col=3' (libCacheSim's -t csv params) or a preset (--format twitter)")
+        self.csv_spec = csv_spec
         self.granularity = granularity
         self.size_bytes = self._opened.size_bytes
         self.info = TraceInfo(self.path, self.format)
@@ -80,6 +97,9 @@ class TraceSource:
             from cachescope.parse.capture_source import check_ports
             from cachescope.parse.discover import find_redis_ports
 
+            if ports is None and not self._opened.regular:
+                raise UsageError(f"{self.path}: a capture read from a stream needs --port (finding Redis by its "
+                                 "content reads the capture twice)")
             # Found once here when not given, so that every later pass over the capture uses the same ports.
             ports = find_redis_ports(self.path) if ports is None else check_ports(ports)
         self.ports = ports
@@ -112,9 +132,24 @@ class TraceSource:
         """Whether the trace can be read a second time (a regular file; not a FIFO or a pipe)."""
         return self._opened.regular
 
+    @property
+    def live(self) -> bool:
+        """Whether the input is a live stream that a signal or a duration ends."""
+        return self.stop is not None
+
+    def _native_args(self) -> dict:
+        args = self._opened.native_args()
+        if self.stop is not None:
+            args["stop"] = self.stop
+        return args
+
     def batches(self, batch_events: int = BATCH_EVENTS) -> Iterator[Batch]:
+        if self.live:
+            batch_events = min(batch_events, LIVE_BATCH_EVENTS)
         if self.format in TEXT_FORMATS:
             batches = self._text_batches(batch_events)
+        elif self.format in OBJECT_FORMATS:
+            batches = self._object_batches(batch_events)
         elif self.format == "pcap":
             batches = self._capture_batches(batch_events)
         else:
@@ -128,7 +163,10 @@ class TraceSource:
             self._opened.close()
 
     def _text_batches(self, batch_events: int) -> Iterator[Batch]:
-        reader = _native.TextReader(self.path, self.format, self.granularity, **self._opened.native_args())
+        try:
+            reader = _native.TextReader(self.path, self.format, self.granularity, **self._native_args())
+        except OSError as e:
+            raise TraceFormatError(str(e)) from None
         if self.key_pattern is not None:
             try:
                 reader.set_key_pattern(self.key_pattern)
@@ -158,6 +196,33 @@ class TraceSource:
                 batch.pop("reqs", None)
             yield batch
 
+    def _object_batches(self, batch_events: int) -> Iterator[Batch]:
+        if self.key_pattern is not None or self.want_clients:
+            raise UsageError(f"{self.path}: an object trace has object ids, not Redis keys and clients: the "
+                             "key-pattern and client routes need a Redis trace")
+        try:
+            reader = _native.ObjectReader(self.path, self.format, self.csv_spec, **self._native_args())
+        except ValueError as e:
+            raise UsageError(f"{self.path}: {e}") from None
+        except OSError as e:
+            raise TraceFormatError(str(e)) from None
+        while True:
+            try:
+                batch = reader.next_batch(batch_events)
+            except _native.NativeTraceError as e:
+                raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
+            self._bytes_read = reader.bytes_read
+            for k, v in reader.stats().items():
+                setattr(self.info, k, v)
+            if batch is None:
+                return
+            batch.pop("next_access", None)
+            if not (batch["ops"] != 0).any():
+                # All reads, each a request of its own: the simulation's plain path, as for a keys trace.
+                batch.pop("ops")
+                batch.pop("reqs")
+            yield batch
+
     def _parquet_batches(self, batch_events: int) -> Iterator[Batch]:
         from cachescope.trace.parquet import read_parquet_batches
 
@@ -171,7 +236,7 @@ class TraceSource:
         from cachescope.parse.capture_source import BATCH_ROWS, CaptureRows
         from cachescope.trace.parquet import RecordBatchEvents
 
-        rows = CaptureRows(self.path, self.ports, opened=self._opened)
+        rows = CaptureRows(self.path, self.ports, opened=self._opened, stop=self.stop)
         events = RecordBatchEvents(self)
         # Rows carry their key and field bytes (an MGET of long keys: hundreds of bytes a row), and the parser
         # holds one batch ahead: parse.py's smaller batches keep that to tens of MiB, not a GiB.
@@ -207,7 +272,8 @@ def _summary(stats: dict) -> str:
     return f"{stats.get('packets', 0):,} packets, {stats.get('connections', 0):,} Redis connections"
 
 
-def open_trace(path: str, format: str | None = None, granularity: str = "field", ports=(6379,)) -> TraceSource:
-    """Opens a trace of any supported format (detected unless `format` is given); a packet capture is parsed
-    on the fly, its Redis server on `ports`."""
-    return TraceSource(path, format, granularity, ports)
+def open_trace(path: str, format: str | None = None, granularity: str = "field", ports=(6379,),
+               stop=None, csv_spec: str | None = None) -> TraceSource:
+    """Opens a trace of any supported format (detected unless `format` is given), compressed or not, `-` for
+    standard input; a packet capture is parsed on the fly, its Redis server on `ports`."""
+    return TraceSource(path, format, granularity, ports, stop, csv_spec)

@@ -1,6 +1,9 @@
 //! Text traces in, cache-key hashes out: the three text formats of DESIGN.md, read as a stream.
 
 pub mod commands;
+pub mod csv;
+pub mod objects;
+pub mod oracle_general;
 pub mod reader;
 pub mod sniff;
 pub mod tokenize;

@@ -1,0 +1,147 @@
+//! libCacheSim's `oracleGeneral` binary traces: 24-byte little-endian records of `u32` time (seconds),
+//! `u64` object id, `u32` object size and `i64` the index of the object's next request (-1 for none).
+//! Every record is a read, as libCacheSim simulates them. The public traces come as `.oracleGeneral.zst`;
+//! decompression is the input layer's (`crate::input`).
+
+use std::io::{self, Read};
+
+use super::objects::{numeric_key, ObjectBatch, ObjectStats};
+use super::reader::OP_READ;
+use crate::error::TraceError;
+
+pub const RECORD: usize = 24;
+const NS: i64 = 1_000_000_000;
+
+pub struct OracleGeneralReader<R> {
+    src: R,
+    path: String,
+    offset: u64,
+    stats: ObjectStats,
+    buf: Vec<u8>,
+    /// A last record cut short: reported after the whole records before it have been handed out.
+    cut: Option<TraceError>,
+}
+
+impl<R: Read> OracleGeneralReader<R> {
+    pub fn new(src: R, path: &str) -> Self {
+        OracleGeneralReader { src, path: path.to_string(), offset: 0, stats: ObjectStats::default(), buf: Vec::new(), cut: None }
+    }
+
+    pub fn stats(&self) -> ObjectStats {
+        self.stats
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.offset
+    }
+
+    /// At least `min_events` requests unless the trace ends; None at the end. An empty trace, and a last
+    /// record cut short, are errors naming the byte.
+    pub fn next_batch(&mut self, min_events: usize) -> Result<Option<ObjectBatch>, TraceError> {
+        if let Some(e) = self.cut.take() {
+            return Err(e);
+        }
+        let want = min_events.max(1) * RECORD;
+        self.buf.resize(want, 0);
+        let got = read_full(&mut self.src, &mut self.buf)
+            .map_err(|e| TraceError::whole(&self.path, format!("byte {}: read failed: {e}", self.offset)))?;
+        if got % RECORD != 0 {
+            let at = self.offset + (got - got % RECORD) as u64;
+            let e = TraceError::whole(
+                &self.path,
+                format!("byte {at}: oracleGeneral record cut short ({} of {RECORD} bytes)", got % RECORD),
+            );
+            if got < RECORD {
+                return Err(e);
+            }
+            self.cut = Some(e);
+        }
+        let got = got - got % RECORD;
+        if got == 0 {
+            if self.stats.requests == 0 {
+                return Err(TraceError::whole(&self.path, "empty trace: no requests"));
+            }
+            return Ok(None);
+        }
+        let mut b = ObjectBatch::default();
+        for rec in self.buf[..got].chunks_exact(RECORD) {
+            let ts = u32::from_le_bytes(rec[0..4].try_into().unwrap());
+            let id = u64::from_le_bytes(rec[4..12].try_into().unwrap());
+            let size = u32::from_le_bytes(rec[12..16].try_into().unwrap());
+            let next = i64::from_le_bytes(rec[16..24].try_into().unwrap());
+            if size == 0 {
+                self.stats.zero_size += 1;
+                continue;
+            }
+            b.keys.push(numeric_key(id));
+            b.ops.push(OP_READ);
+            b.ts_ns.push(i64::from(ts) * NS);
+            b.value_sizes.push(size);
+            b.key_bytes.push(0);
+            b.reqs.push(self.stats.requests);
+            b.next_access.push(next);
+            self.stats.count(OP_READ);
+        }
+        self.offset += got as u64;
+        Ok(Some(b))
+    }
+}
+
+/// Reads until `buf` is full or the input ends; the bytes read.
+fn read_full(src: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match src.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn record(ts: u32, id: u64, size: u32, next: i64) -> Vec<u8> {
+        [&ts.to_le_bytes()[..], &id.to_le_bytes(), &size.to_le_bytes(), &next.to_le_bytes()].concat()
+    }
+
+    #[test]
+    fn reads_records_in_batches() {
+        let data: Vec<u8> = (0..10).flat_map(|i| record(100 + i, u64::from(i % 3), 10 * i + 1, -1)).collect();
+        let mut r = OracleGeneralReader::new(Cursor::new(data), "t");
+        let a = r.next_batch(4).unwrap().unwrap();
+        assert_eq!(a.len(), 4);
+        assert_eq!(a.keys[0], numeric_key(0));
+        assert_eq!(a.keys[3], a.keys[0]);
+        assert_eq!((a.ts_ns[1], a.value_sizes[1]), (101 * NS, 11));
+        let b = r.next_batch(100).unwrap().unwrap();
+        assert_eq!((b.len(), b.reqs[0]), (6, 4));
+        assert!(r.next_batch(4).unwrap().is_none());
+        assert_eq!(r.stats().lookups, 10);
+    }
+
+    #[test]
+    fn requests_of_size_zero_are_left_out_and_counted() {
+        let data: Vec<u8> = [record(1, 5, 0, -1), record(2, 6, 10, -1), record(3, 5, 0, -1)].concat();
+        let mut r = OracleGeneralReader::new(Cursor::new(data), "t");
+        let b = r.next_batch(10).unwrap().unwrap();
+        assert_eq!((b.keys.clone(), b.reqs.clone()), (vec![numeric_key(6)], vec![0]));
+        assert_eq!((r.stats().requests, r.stats().zero_size), (1, 2));
+    }
+
+    #[test]
+    fn a_cut_record_and_an_empty_file_are_errors() {
+        let mut data = record(1, 2, 3, 4);
+        data.extend_from_slice(&[1, 2, 3]);
+        let mut r = OracleGeneralReader::new(Cursor::new(data), "t.oracleGeneral");
+        assert_eq!(r.next_batch(10).unwrap().unwrap().len(), 1, "the whole record before the cut first");
+        let e = r.next_batch(10).unwrap_err();
+        assert_eq!(e.to_string(), "t.oracleGeneral: byte 24: oracleGeneral record cut short (3 of 24 bytes)");
+        assert!(OracleGeneralReader::new(Cursor::new(Vec::new()), "t").next_batch(1).is_err());
+    }
+}
