@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Chain, Cursor, Read};
+use std::io::{Chain, Cursor, Read};
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
@@ -56,7 +56,9 @@ fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Source> {
 
 #[pyclass(module = "cachescope._native")]
 struct TextReader {
-    inner: trace::TextReader<BufReader<Source>>,
+    // Read ahead on a thread of its own (`capture::ReadAhead`): the copy of the file into memory overlaps
+    // with splitting and hashing its lines.
+    inner: trace::TextReader<crate::capture::ReadAhead>,
 }
 
 #[pymethods]
@@ -66,7 +68,7 @@ impl TextReader {
     #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new()))]
     fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
-        let src = BufReader::with_capacity(1 << 20, open_source(path, fd, head)?);
+        let src = crate::capture::ReadAhead::new(open_source(path, fd, head)?);
         Ok(TextReader { inner: trace::TextReader::new(src, path, format, granularity(granularity_name)?) })
     }
 
@@ -114,14 +116,97 @@ impl TextReader {
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.stats();
-        let d = PyDict::new(py);
-        d.set_item("commands", s.commands)?;
-        d.set_item("lookups", s.lookups)?;
-        d.set_item("writes", s.writes)?;
-        d.set_item("deletes", s.deletes)?;
-        d.set_item("other_commands", s.other_commands)?;
-        Ok(d)
+        text_stats(py, self.inner.stats())
+    }
+
+    /// What the input report says of a text trace: lines read, and the other commands by name.
+    fn input_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        text_input_stats(py, &self.inner, 0)
+    }
+}
+
+fn text_stats(py: Python<'_>, s: trace::TraceStats) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("commands", s.commands)?;
+    d.set_item("lookups", s.lookups)?;
+    d.set_item("writes", s.writes)?;
+    d.set_item("deletes", s.deletes)?;
+    d.set_item("other_commands", s.other_commands)?;
+    Ok(d)
+}
+
+/// The counters parse.py and simulate.py both report of a text trace (`connections`: MONITOR's clients).
+fn text_input_stats<'py, R: Read>(
+    py: Python<'py>,
+    r: &trace::TextReader<R>,
+    connections: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = r.stats();
+    let d = PyDict::new(py);
+    d.set_item("input_format", r.format().name())?;
+    d.set_item("lines", r.lines())?;
+    d.set_item("bytes", r.bytes_read())?;
+    d.set_item("commands", s.commands)?;
+    d.set_item("rows", s.lookups + s.writes + s.deletes)?;
+    d.set_item("lookups", s.lookups)?;
+    d.set_item("writes", s.writes)?;
+    d.set_item("deletes", s.deletes)?;
+    d.set_item("client_hosts", r.hosts().len())?;
+    if connections > 0 {
+        d.set_item("connections", connections)?;
+    }
+    d.set_item("other_commands", r.other_commands().clone())?;
+    Ok(d)
+}
+
+/// A text trace read as trace rows (see `parse::text_rows`): the reader `TextReader` is, rows out.
+#[pyclass(module = "cachescope._native")]
+struct TextRows {
+    inner: parse::text_rows::TextRows<crate::capture::ReadAhead>,
+}
+
+#[pymethods]
+impl TextRows {
+    /// `fd` and `head` as for `TextReader`.
+    #[new]
+    #[pyo3(signature = (path, format, anonymize_salt=None, fd=None, head=Vec::new()))]
+    fn new(path: &str, format: &str, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
+        let src = crate::capture::ReadAhead::new(open_source(path, fd, head)?);
+        Ok(TextRows { inner: parse::text_rows::TextRows::new(src, path, format, anonymize_salt) })
+    }
+
+    /// The next rows, at least `min_rows` unless the trace ends, as `CaptureParser.next_batch` gives them
+    /// (`ts_ns` meaningless when `has_clock` is false); None at the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>, min_rows: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let Some(b) = py.detach(|| inner.next_batch(min_rows)).map_err(trace_err)? else {
+            return Ok(None);
+        };
+        row_columns(py, b).map(Some)
+    }
+
+    #[getter]
+    fn has_clock(&self) -> bool {
+        self.inner.has_clock()
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.inner.reader().bytes_read()
+    }
+
+    fn cmd_names(&self) -> Vec<String> {
+        self.inner.cmd_names().to_vec()
+    }
+
+    /// The client address of each conn, by conn (MONITOR logs; empty otherwise).
+    fn clients(&self) -> Vec<String> {
+        self.inner.clients().to_vec()
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        text_input_stats(py, self.inner.reader(), self.inner.clients().len())
     }
 }
 
@@ -549,20 +634,6 @@ fn is_capture(head: &[u8]) -> bool {
     crate::capture::is_capture(head)
 }
 
-/// A MONITOR line as simulate.py's reader takes it: (time in ns, client, arguments), None for a blank line;
-/// ValueError with the reader's own words when it refuses the line.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn monitor_line<'py>(
-    py: Python<'py>,
-    line: &[u8],
-) -> PyResult<Option<(i64, Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>)>> {
-    let parsed = trace::reader::monitor_line(line).map_err(value_err)?;
-    Ok(parsed.map(|(ts, client, args)| {
-        (ts, PyBytes::new(py, &client), args.iter().map(|a| PyBytes::new(py, a)).collect())
-    }))
-}
-
 #[pyfunction]
 fn sniff_format(head: &[u8]) -> PyResult<&'static str> {
     trace::sniff_format(head).map(TextFormat::name).map_err(value_err)
@@ -757,13 +828,13 @@ fn minisim_dict<'py>(py: Python<'py>, m: &crate::curve::MiniSim) -> PyResult<Bou
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TextReader>()?;
+    m.add_class::<TextRows>()?;
     m.add_class::<Simulation>()?;
     m.add_class::<CaptureParser>()?;
     m.add_class::<StreamParser>()?;
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
     m.add_function(wrap_pyfunction!(discover_ports, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
-    m.add_function(wrap_pyfunction!(monitor_line, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
     m.add_function(wrap_pyfunction!(shard_column, m)?)?;

@@ -1,43 +1,24 @@
-"""A capture (or a MONITOR log) to a trace file, streaming: what `parse.py` does."""
+"""A capture (or a text trace: a MONITOR log, `commands`, `keys`) to a trace file, streaming: what
+`parse.py` does."""
 
 from __future__ import annotations
 
-import os
-
-from cachescope.errors import TraceFormatError
 from cachescope.outputs import check_outputs
-from cachescope.parse.capture_source import DEFAULT_PORTS, CaptureRows
+from cachescope.parse.input_rows import open_rows
 from cachescope.parse.output_format import output_format
 from cachescope.parse.writers import TraceWriter
 from cachescope.progress import progress_bar
-from cachescope.trace.formats import sniff
-from cachescope.trace.opened import OpenedInput
 
 
 def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,
             progress: bool = False) -> dict:
-    """Parses `source` (a capture, a MONITOR log, or a tcpflow output directory) into `output`; returns the
+    """Parses `source` (a capture, a text trace, or a tcpflow output directory) into `output`; returns the
     counters (packets, connections, gaps, ...). `ports=None`: a capture's Redis ports are found by content."""
     out_fmt = output_format(output, fmt)
     check_outputs([("capture", source)], [("-o", output)])
-    if os.path.isdir(source):
-        from cachescope.parse.tcpflow_source import TcpflowRows
-
-        rows = TcpflowRows(source, DEFAULT_PORTS if ports is None else ports, anonymize)
-    else:
-        opened = OpenedInput(source)
-        kind = sniff(opened)
-        if kind == "monitor":
-            from cachescope.parse.monitor_log import MonitorRows
-
-            rows = MonitorRows(source, anonymize, opened=opened)
-        elif kind == "pcap":
-            rows = CaptureRows(source, ports, anonymize, opened=opened)
-        else:
-            raise TraceFormatError(f"{source}: is a {kind} trace already, not a capture or a MONITOR log")
+    rows = open_rows(source, ports, anonymize)
     with progress_bar(rows.size_bytes, f"parsing {source}", progress) as bar, TraceWriter(output, out_fmt) as writer:
         for rb in rows.record_batches():
             writer.write(rb)
             bar.update(rows.bytes_read - bar.n)
     return {"input": source, "output": output, "format": out_fmt, **rows.stats}
-

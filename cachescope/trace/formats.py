@@ -7,8 +7,8 @@ import os
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.trace.opened import OpenedInput
+from cachescope.trace.text_formats import TEXT_FORMATS
 
-TEXT_FORMATS = ("commands", "monitor", "keys")
 FORMATS = (*TEXT_FORMATS, "parquet", "pcap")
 
 _BY_EXTENSION = {
