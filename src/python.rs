@@ -56,9 +56,8 @@ fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Source> {
 
 #[pyclass(module = "cachescope._native")]
 struct TextReader {
-    // Read ahead on a thread of its own (`capture::ReadAhead`): the copy of the file into memory overlaps
-    // with splitting and hashing its lines.
-    inner: trace::TextReader<crate::capture::ReadAhead>,
+    // Read on a thread of its own and parsed on others, chunk by chunk (`trace::chunked`).
+    inner: trace::chunked::ChunkedEvents,
 }
 
 #[pymethods]
@@ -68,12 +67,15 @@ impl TextReader {
     #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new()))]
     fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
-        let src = crate::capture::ReadAhead::new(open_source(path, fd, head)?);
-        Ok(TextReader { inner: trace::TextReader::new(src, path, format, granularity(granularity_name)?) })
+        let src = open_source(path, fd, head)?;
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+        let inner = trace::chunked::ChunkedEvents::new(src, path, format, granularity(granularity_name)?, workers);
+        Ok(TextReader { inner })
     }
 
     /// The next events, at least `min_events` unless the trace ends, as a dict of numpy columns (keys,
-    /// ops, entities, fields, key_bytes, reqs, and ts_ns when the format has a clock); None at the end.
+    /// key_bytes; ops, entities, fields and reqs but for a `keys` trace; ts_ns when the format has a clock);
+    /// None at the end.
     fn next_batch<'py>(&mut self, py: Python<'py>, min_events: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
         let inner = &mut self.inner;
         let Some(b) = py.detach(|| inner.next_batch(min_events)).map_err(trace_err)? else {
@@ -83,12 +85,16 @@ impl TextReader {
         if !b.ts_ns.is_empty() {
             d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
         }
+        // A `keys` trace's batches have only `keys` and `key_bytes` (see `Batch::push_lean`).
+        let full = !b.ops.is_empty();
         d.set_item("keys", b.keys.into_pyarray(py))?;
-        d.set_item("ops", b.ops.into_pyarray(py))?;
-        d.set_item("entities", b.entities.into_pyarray(py))?;
-        d.set_item("fields", b.fields.into_pyarray(py))?;
         d.set_item("key_bytes", b.key_bytes.into_pyarray(py))?;
-        d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        if full {
+            d.set_item("ops", b.ops.into_pyarray(py))?;
+            d.set_item("entities", b.entities.into_pyarray(py))?;
+            d.set_item("fields", b.fields.into_pyarray(py))?;
+            d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        }
         if !b.clients.is_empty() {
             d.set_item("clients", b.clients.into_pyarray(py))?;
         }
@@ -121,7 +127,10 @@ impl TextReader {
 
     /// What the input report says of a text trace: lines read, and the other commands by name.
     fn input_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        text_input_stats(py, &self.inner, 0)
+        let r = &self.inner;
+        let read = TextRead { format: r.format(), lines: r.lines(), bytes: r.bytes_read(), stats: r.stats(),
+                              hosts: r.hosts().len(), other: r.other_commands(), connections: 0 };
+        text_input_stats(py, &read)
     }
 }
 
@@ -135,27 +144,35 @@ fn text_stats(py: Python<'_>, s: trace::TraceStats) -> PyResult<Bound<'_, PyDict
     Ok(d)
 }
 
-/// The counters parse.py and simulate.py both report of a text trace (`connections`: MONITOR's clients).
-fn text_input_stats<'py, R: Read>(
-    py: Python<'py>,
-    r: &trace::TextReader<R>,
+/// What reading a text trace found, whichever reader read it.
+struct TextRead<'a> {
+    format: TextFormat,
+    lines: u64,
+    bytes: u64,
+    stats: trace::TraceStats,
+    hosts: usize,
+    other: &'a std::collections::BTreeMap<String, u64>,
+    /// MONITOR's client addresses (rows only; 0: not counted).
     connections: usize,
-) -> PyResult<Bound<'py, PyDict>> {
-    let s = r.stats();
+}
+
+/// The counters parse.py and simulate.py both report of a text trace.
+fn text_input_stats<'py>(py: Python<'py>, r: &TextRead) -> PyResult<Bound<'py, PyDict>> {
+    let s = r.stats;
     let d = PyDict::new(py);
-    d.set_item("input_format", r.format().name())?;
-    d.set_item("lines", r.lines())?;
-    d.set_item("bytes", r.bytes_read())?;
+    d.set_item("input_format", r.format.name())?;
+    d.set_item("lines", r.lines)?;
+    d.set_item("bytes", r.bytes)?;
     d.set_item("commands", s.commands)?;
     d.set_item("rows", s.lookups + s.writes + s.deletes)?;
     d.set_item("lookups", s.lookups)?;
     d.set_item("writes", s.writes)?;
     d.set_item("deletes", s.deletes)?;
-    d.set_item("client_hosts", r.hosts().len())?;
-    if connections > 0 {
-        d.set_item("connections", connections)?;
+    d.set_item("client_hosts", r.hosts)?;
+    if r.connections > 0 {
+        d.set_item("connections", r.connections)?;
     }
-    d.set_item("other_commands", r.other_commands().clone())?;
+    d.set_item("other_commands", r.other.clone())?;
     Ok(d)
 }
 
@@ -206,7 +223,11 @@ impl TextRows {
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        text_input_stats(py, self.inner.reader(), self.inner.clients().len())
+        let r = self.inner.reader();
+        let read = TextRead { format: r.format(), lines: r.lines(), bytes: r.bytes_read(), stats: r.stats(),
+                              hosts: r.hosts().len(), other: r.other_commands(),
+                              connections: self.inner.clients().len() };
+        text_input_stats(py, &read)
     }
 }
 

@@ -38,13 +38,11 @@ impl LineParser {
         LineParser { format, spans: Vec::new(), scratch: Vec::new(), get }
     }
 
-    /// Reads `line` (without its line ending) and hands its command to `f`; Ok(false) for a line that holds
-    /// none (blank, or the `OK` a MONITOR session starts with when `first`), Err with why it is refused.
+    /// Reads `line` (without its line ending, and without NUL bytes: `Lines` refuses those) and hands its
+    /// command to `f`; Ok(false) for a line that holds none (blank, or the `OK` a MONITOR session starts with
+    /// when `first`), Err with why it is refused.
     #[inline]
     pub fn parse(&mut self, line: &[u8], first: bool, f: impl FnOnce(&TextCommand)) -> Result<bool, String> {
-        if memchr::memchr(0, line).is_some() {
-            return Err("binary data (NUL byte): not a text trace".into());
-        }
         match self.format {
             TextFormat::Keys => {
                 let key = line.trim_ascii();
@@ -116,10 +114,11 @@ impl LineParser {
 /// Why Redis would refuse `n` arguments after `name` (it runs no such command, so no trace holds one).
 fn arity_error(name: &[u8], info: &CommandInfo, n: usize) -> String {
     let name = printable(name);
+    let arguments = |n: usize| if n == 1 { "argument" } else { "arguments" };
     if n < info.min_args {
-        format!("{name} needs at least {} arguments, got {n}", info.min_args)
+        format!("{name} needs at least {} {}, got {n}", info.min_args, arguments(info.min_args))
     } else if n > info.max_args {
-        format!("{name} takes at most {} arguments, got {n}", info.max_args)
+        format!("{name} takes at most {} {}, got {n}", info.max_args, arguments(info.max_args))
     } else if info.shape == commands::Shape::KeyValuePairs {
         "expected key value pairs".into()
     } else {
@@ -210,7 +209,7 @@ mod tests {
     /// `GET a b` is no command Redis runs: refused, as every other count Redis refuses.
     #[test]
     fn argument_counts_redis_refuses_are_refused() {
-        assert!(read(TextFormat::Commands, "GET a b").unwrap_err().contains("GET takes at most 1 arguments, got 2"));
+        assert!(read(TextFormat::Commands, "GET a b").unwrap_err().contains("GET takes at most 1 argument, got 2"));
         assert!(read(TextFormat::Commands, "HMGET a").unwrap_err().contains("HMGET needs at least 2 arguments"));
         assert_eq!(read(TextFormat::Commands, "HSET h f v g").unwrap_err(), "expected a key then field value pairs");
         assert_eq!(read(TextFormat::Commands, "MSET a 1 b").unwrap_err(), "expected key value pairs");

@@ -16,6 +16,8 @@ pub enum LineError {
     Io(io::Error),
     /// The line (its number is `Lines::line_no`) is longer than `MAX_LINE_BYTES`.
     TooLong,
+    /// The line holds a NUL byte: binary data, not text.
+    Nul,
 }
 
 pub struct Lines<R> {
@@ -27,11 +29,14 @@ pub struct Lines<R> {
     eof: bool,
     line_no: u64,
     bytes_read: u64,
+    /// Where the first NUL byte of the unread bytes is, if any: looked for once per read rather than once
+    /// per line.
+    nul: Option<usize>,
 }
 
 impl<R: Read> Lines<R> {
     pub fn new(src: R) -> Lines<R> {
-        Lines { src, buf: vec![0; 2 * READ_BYTES], start: 0, end: 0, eof: false, line_no: 0, bytes_read: 0 }
+        Lines { src, buf: vec![0; 2 * READ_BYTES], start: 0, end: 0, eof: false, line_no: 0, bytes_read: 0, nul: None }
     }
 
     /// Number of the last line handed out (1 for the first).
@@ -55,9 +60,15 @@ impl<R: Read> Lines<R> {
             },
         };
         let consumed = (to + 1).min(self.end);
+        self.line_no += 1;
+        if to - from >= MAX_LINE_BYTES {
+            return Err(LineError::TooLong);
+        }
+        if self.nul.is_some_and(|at| at < to) {
+            return Err(LineError::Nul);
+        }
         self.bytes_read += (consumed - from) as u64;
         self.start = consumed;
-        self.line_no += 1;
         let mut line = &self.buf[from..to];
         while let [rest @ .., b'\r' | b'\n'] = line {
             line = rest;
@@ -81,6 +92,7 @@ impl<R: Read> Lines<R> {
                 return Ok((pending > 0).then_some((self.start, self.end)));
             }
             self.buf.copy_within(self.start..self.end, 0);
+            self.nul = self.nul.map(|at| at - self.start);
             (self.start, self.end) = (0, pending);
             if self.buf.len() - self.end < READ_BYTES {
                 self.buf.resize(self.end + 2 * READ_BYTES, 0);
@@ -92,6 +104,9 @@ impl<R: Read> Lines<R> {
                     Err(e) => return Err(LineError::Io(e)),
                 }
             };
+            if self.nul.is_none() {
+                self.nul = memchr::memchr(0, &self.buf[self.end..self.end + n]).map(|at| self.end + at);
+            }
             self.end += n;
             self.eof = n == 0;
         }
@@ -135,6 +150,18 @@ mod tests {
             assert_eq!(all(text, step), vec![b"GET a".to_vec(), vec![], b"HMGET b c".to_vec(), b"last".to_vec()]);
         }
         assert!(all(b"", 5).is_empty());
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_at_its_line() {
+        let text = b"a\nb\nc\0d\ne\n";
+        for step in [1, 3, 100] {
+            let mut lines = Lines::new(Trickle(text, step));
+            assert_eq!(lines.next_line().unwrap(), Some(&b"a"[..]));
+            assert_eq!(lines.next_line().unwrap(), Some(&b"b"[..]));
+            assert!(matches!(lines.next_line(), Err(LineError::Nul)));
+            assert_eq!(lines.line_no(), 3);
+        }
     }
 
     #[test]

@@ -68,8 +68,38 @@ impl Batch {
         self.keys.is_empty()
     }
 
-    fn push(&mut self, op: u8, key: &[u8], field: Option<&[u8]>, granularity: Granularity, req: u64) {
-        let entity = key_hash(key);
+    /// An empty batch with room for `n` events in every column it fills, so that filling it never copies
+    /// what it holds (the columns go to numpy as they are: they cannot be reused).
+    pub(crate) fn with_capacity(n: usize, lean: bool, clock: bool, shard_of: Option<Arc<KeyPattern>>) -> Batch {
+        let full = if lean { 0 } else { n };
+        Batch {
+            keys: Vec::with_capacity(n),
+            key_bytes: Vec::with_capacity(n),
+            ops: Vec::with_capacity(full),
+            entities: Vec::with_capacity(full),
+            fields: Vec::with_capacity(full),
+            reqs: Vec::with_capacity(full),
+            ts_ns: Vec::with_capacity(if clock { n } else { 0 }),
+            clients: Vec::with_capacity(if clock { n } else { 0 }),
+            shards: Vec::with_capacity(if shard_of.is_some() { n } else { 0 }),
+            unmatched_shards: 0,
+            shard_of,
+        }
+    }
+
+    /// One lookup of a plain key in a batch of a `keys` trace: only `keys` and `key_bytes` are filled (every
+    /// event is a read, of a command of its own, without a field: what absent `ops`, `reqs`, `entities` and
+    /// `fields` mean to the simulation).
+    #[inline]
+    fn push_lean(&mut self, key: &[u8]) {
+        self.keys.push(key_hash(key));
+        self.key_bytes.push(key.len().min(u32::MAX as usize) as u32);
+        self.push_shard(key);
+    }
+
+    /// One event of the Redis key `key`, whose hash is `entity`.
+    #[inline]
+    fn push(&mut self, op: u8, key: &[u8], entity: u64, field: Option<&[u8]>, granularity: Granularity, req: u64) {
         let (cache_key, field_id, field_len) = match field {
             Some(f) if granularity == Granularity::Field => (field_hash(entity, f), key_hash(f), f.len()),
             Some(f) => (entity, key_hash(f), f.len()),
@@ -81,6 +111,25 @@ impl Batch {
         self.fields.push(field_id);
         self.key_bytes.push((key.len() + field_len).min(u32::MAX as usize) as u32);
         self.reqs.push(req);
+        self.push_shard(key);
+    }
+
+    /// Appends another batch's events (of the same trace, so with the same columns filled).
+    pub(crate) fn append(&mut self, other: Batch) {
+        self.keys.extend_from_slice(&other.keys);
+        self.ops.extend_from_slice(&other.ops);
+        self.entities.extend_from_slice(&other.entities);
+        self.fields.extend_from_slice(&other.fields);
+        self.key_bytes.extend_from_slice(&other.key_bytes);
+        self.reqs.extend_from_slice(&other.reqs);
+        self.ts_ns.extend_from_slice(&other.ts_ns);
+        self.clients.extend_from_slice(&other.clients);
+        self.shards.extend_from_slice(&other.shards);
+        self.unmatched_shards += other.unmatched_shards;
+    }
+
+    #[inline]
+    fn push_shard(&mut self, key: &[u8]) {
         if let Some(pattern) = &self.shard_of {
             let (shard, matched) = pattern.shard(key);
             self.shards.push(shard);
@@ -99,10 +148,12 @@ pub trait CommandSink {
 }
 
 /// The events of a batch: `push_events` by the command's shape, with the time and client host of its line.
-struct EventSink<'b> {
-    batch: &'b mut Batch,
-    granularity: Granularity,
-    host: Option<u32>,
+pub(crate) struct EventSink<'b> {
+    pub batch: &'b mut Batch,
+    pub granularity: Granularity,
+    pub host: Option<u32>,
+    /// A `keys` trace: lean events (`Batch::push_lean`).
+    pub lean: bool,
 }
 
 impl CommandSink for EventSink<'_> {
@@ -112,6 +163,10 @@ impl CommandSink for EventSink<'_> {
 
     #[inline]
     fn command(&mut self, c: &TextCommand, req: u64) {
+        if self.lean {
+            self.batch.push_lean(c.args[0]);
+            return;
+        }
         let op = match c.info.op {
             Op::Read => OP_READ,
             Op::Write => OP_WRITE,
@@ -136,13 +191,70 @@ pub struct TextReader<R> {
     path: String,
     format: TextFormat,
     granularity: Granularity,
-    stats: TraceStats,
-    /// Commands that touch no cached value, by name.
-    other_by_name: BTreeMap<String, u64>,
-    /// Client hosts in the order first seen (MONITOR lines name them).
-    hosts: Vec<String>,
-    host_ids: HashMap<Vec<u8>, u32>,
+    tally: Tally,
     key_pattern: Option<Arc<KeyPattern>>,
+}
+
+/// What reading lines counts and names: the counters, the other commands by name, the client hosts in the
+/// order first seen (MONITOR lines name them). Kept by the reader, or by each chunk of `chunked`.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub stats: TraceStats,
+    pub other_by_name: BTreeMap<String, u64>,
+    pub hosts: Vec<String>,
+    host_ids: HashMap<Vec<u8>, u32>,
+}
+
+impl Tally {
+    /// Reads one line into `sink`, counting its command; Ok(false) for a line without one, Err with why
+    /// the line is refused. `first`: no command was read before it (a MONITOR log's `OK` is skipped).
+    #[inline]
+    pub fn read_line<S: CommandSink + HostSink>(
+        &mut self,
+        parser: &mut LineParser,
+        line: &[u8],
+        first: bool,
+        sink: &mut S,
+    ) -> Result<bool, String> {
+        let stats = &mut self.stats;
+        let (other, hosts, host_ids) = (&mut self.other_by_name, &mut self.hosts, &mut self.host_ids);
+        parser.parse(line, first, |c| {
+            let req = stats.commands;
+            stats.commands += 1;
+            let n = c.info.keys_touched(c.args.len()) as u64;
+            match c.info.op {
+                Op::Read => stats.lookups += n,
+                Op::Write => stats.writes += n,
+                Op::Delete => stats.deletes += n,
+                Op::Other => {
+                    stats.other_commands += 1;
+                    count_other(other, c.name);
+                }
+            }
+            if let Some(addr) = c.client {
+                sink.set_host(host_id(hosts, host_ids, client_host(addr)));
+            }
+            sink.command(c, req);
+        })
+    }
+
+    /// The index of a client host, numbered as first seen.
+    pub fn host_id(&mut self, host: &str) -> u32 {
+        host_id(&mut self.hosts, &mut self.host_ids, host.as_bytes())
+    }
+
+    /// Adds another tally's counts (its hosts are the caller's to renumber).
+    pub fn add_counts(&mut self, other: &Tally) {
+        let (s, o) = (&mut self.stats, &other.stats);
+        s.commands += o.commands;
+        s.lookups += o.lookups;
+        s.writes += o.writes;
+        s.deletes += o.deletes;
+        s.other_commands += o.other_commands;
+        for (name, n) in &other.other_by_name {
+            *self.other_by_name.entry(name.clone()).or_default() += n;
+        }
+    }
 }
 
 impl<R: Read> TextReader<R> {
@@ -153,10 +265,7 @@ impl<R: Read> TextReader<R> {
             path: path.to_string(),
             format,
             granularity,
-            stats: TraceStats::default(),
-            other_by_name: BTreeMap::new(),
-            hosts: Vec::new(),
-            host_ids: HashMap::new(),
+            tally: Tally::default(),
             key_pattern: None,
         }
     }
@@ -176,16 +285,16 @@ impl<R: Read> TextReader<R> {
 
     /// The client hosts seen so far, by index (`Batch::clients`).
     pub fn hosts(&self) -> &[String] {
-        &self.hosts
+        &self.tally.hosts
     }
 
     pub fn stats(&self) -> TraceStats {
-        self.stats
+        self.tally.stats
     }
 
     /// Commands that touch no cached value, by upper-case name.
     pub fn other_commands(&self) -> &BTreeMap<String, u64> {
-        &self.other_by_name
+        &self.tally.other_by_name
     }
 
     /// Lines read so far (blank ones included).
@@ -201,9 +310,13 @@ impl<R: Read> TextReader<R> {
     /// Reads lines until the batch holds at least `min_events` events or the trace ends; None at the end.
     /// An empty trace (no command at all) is an error rather than a zero hit rate.
     pub fn next_batch(&mut self, min_events: usize) -> Result<Option<Batch>, TraceError> {
-        let mut batch = Batch { shard_of: self.key_pattern.clone(), ..Batch::default() };
+        let lean = self.format == TextFormat::Keys;
+        let clock = self.format == TextFormat::Monitor;
+        // A command of many keys (a long MGET) may take a batch past `min_events`: a little room to spare.
+        let room = min_events.saturating_add(min_events / 64 + 64).min(1 << 26);
+        let mut batch = Batch::with_capacity(room, lean, clock, self.key_pattern.clone());
         let granularity = self.granularity;
-        let mut sink = EventSink { batch: &mut batch, granularity, host: None };
+        let mut sink = EventSink { batch: &mut batch, granularity, host: None, lean };
         if !self.read_into(&mut sink, min_events)? {
             return Ok(None);
         }
@@ -220,34 +333,15 @@ impl<R: Read> TextReader<R> {
                 Ok(None) => break,
                 Err(e) => return Err(line_error(&self.path, self.lines.line_no(), e)),
             };
-            let stats = &mut self.stats;
-            let (other, hosts, host_ids) = (&mut self.other_by_name, &mut self.hosts, &mut self.host_ids);
-            let first = stats.commands == 0;
-            let parsed = self.parser.parse(line, first, |c| {
-                let req = stats.commands;
-                stats.commands += 1;
-                let n = c.info.keys_touched(c.args.len()) as u64;
-                match c.info.op {
-                    Op::Read => stats.lookups += n,
-                    Op::Write => stats.writes += n,
-                    Op::Delete => stats.deletes += n,
-                    Op::Other => {
-                        stats.other_commands += 1;
-                        count_other(other, c.name);
-                    }
-                }
-                if let Some(addr) = c.client {
-                    sink.set_host(host_id(hosts, host_ids, client_host(addr)));
-                }
-                sink.command(c, req);
-            });
+            let first = self.tally.stats.commands == 0;
+            let parsed = self.tally.read_line(&mut self.parser, line, first, sink);
             if let Err(message) = parsed {
                 return Err(TraceError::at(&self.path, self.lines.line_no(), message));
             }
         }
         if sink.made() == before && self.at_end()? {
-            if self.stats.commands == 0 {
-                return Err(TraceError::whole(&self.path, "empty trace: no commands"));
+            if self.tally.stats.commands == 0 {
+                return Err(TraceError::whole(&self.path, EMPTY));
             }
             return Ok(false);
         }
@@ -258,6 +352,8 @@ impl<R: Read> TextReader<R> {
         self.lines.at_end().map_err(|e| line_error(&self.path, self.lines.line_no(), e))
     }
 }
+
+pub const EMPTY: &str = "empty trace: no commands";
 
 /// A sink that keeps the client host of the command it gets next (events carry it; rows do not).
 pub trait HostSink {
@@ -291,25 +387,34 @@ fn host_id(hosts: &mut Vec<String>, ids: &mut HashMap<Vec<u8>, u32>, host: &[u8]
     id
 }
 
-fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
+pub(crate) fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
     match e {
         LineError::Io(e) => TraceError::at(path, line_no + 1, format!("read failed: {e}")),
         LineError::TooLong => {
             TraceError::at(path, line_no, format!("line longer than {} MiB: not a text trace", MAX_LINE_BYTES >> 20))
         }
+        LineError::Nul => TraceError::at(path, line_no, "binary data (NUL byte): not a text trace"),
     }
 }
 
 /// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
-/// The command's argument count is one `CommandInfo::accepts`.
+/// The command's argument count is one `CommandInfo::accepts`. A key is hashed once for all its fields.
 fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch) {
+    let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), None, g, req);
     match shape {
-        Shape::Key | Shape::KeyThenArgs => batch.push(op, args[0], None, g, req),
-        Shape::Keys => args.iter().for_each(|k| batch.push(op, k, None, g, req)),
-        Shape::KeyValuePairs => args.iter().step_by(2).for_each(|k| batch.push(op, k, None, g, req)),
-        Shape::KeyFields => args[1..].iter().for_each(|f| batch.push(op, args[0], Some(f), g, req)),
-        Shape::KeyFieldValuePairs => args[1..].iter().step_by(2).for_each(|f| batch.push(op, args[0], Some(f), g, req)),
-        Shape::KeyFieldArg => batch.push(op, args[0], Some(args[1]), g, req),
+        Shape::Key | Shape::KeyThenArgs => key(batch, args[0]),
+        Shape::Keys => args.iter().for_each(|k| key(batch, k)),
+        Shape::KeyValuePairs => args.iter().step_by(2).for_each(|k| key(batch, k)),
+        Shape::KeyFields | Shape::KeyFieldValuePairs | Shape::KeyFieldArg => {
+            let entity = key_hash(args[0]);
+            let fields = match shape {
+                Shape::KeyFields => &args[1..],
+                Shape::KeyFieldArg => &args[1..2],
+                _ => &args[1..],
+            };
+            let step = if shape == Shape::KeyFieldValuePairs { 2 } else { 1 };
+            fields.iter().step_by(step).for_each(|f| batch.push(op, args[0], entity, Some(f), g, req));
+        }
         Shape::NoKeys => {}
     }
 }
@@ -324,7 +429,7 @@ mod tests {
         let (mut keys, mut ts) = (Vec::new(), Vec::new());
         for b in batches {
             for i in 0..b.len() {
-                if b.ops[i] == OP_READ {
+                if b.ops.get(i).is_none_or(|&op| op == OP_READ) {
                     keys.push(b.keys[i]);
                     if !b.ts_ns.is_empty() {
                         ts.push(b.ts_ns[i]);
