@@ -180,3 +180,14 @@ def test_a_written_value_s_size_is_its_bytes_not_its_text(tmp):
                     '1700000000.000002 [0 1.2.3.4:5] "HSET" "h" "f" "\\xc3\\xa9"\n')
     run_cli("parse.py", path, "-o", tmp / "o.parquet", check_rc=0)
     assert pd.read_parquet(tmp / "o.parquet")["value_size"].tolist() == [3, 2]
+
+
+def test_belady_with_an_allow_list_reads_a_keys_trace(tmp):
+    """A keys trace's batches carry no `fields` (no lookup has a field): Belady's pass over the future used
+    to ask for them. With an allow-list of features, no plain key is cacheable, for Belady as for LRU."""
+    path = tmp / "t.keys"
+    path.write_text("a\nb\na\na\nb\n")
+    result = cachescope.simulate_trace(str(path), belady=[2], lru=[2], allow_list=["f1"])
+    assert result.summary["hits"].tolist() == [0, 0]
+    unrestricted = cachescope.simulate_trace(str(path), belady=[2], lru=[2])
+    assert unrestricted.summary["hits"].tolist() == [3, 3]

@@ -251,7 +251,9 @@ def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
         for batch in source.batches():
             reads = batch["ops"] == 0 if "ops" in batch else np.ones(len(batch["keys"]), dtype=bool)
             if allow is not None:
-                reads &= np.isin(batch["fields"], np.array(allow, dtype=np.uint64))
+                # No `fields` column (a keys trace): no lookup has a field, so none is on the list.
+                fields = batch.get("fields", np.zeros(len(batch["keys"]), dtype=np.uint64))
+                reads &= np.isin(fields, np.array(allow, dtype=np.uint64))
             keys.append(batch["keys"][reads])
             bar.update(source.bytes_read - bar.n)
     return _native.next_access(np.concatenate(keys) if keys else np.zeros(0, np.uint64))

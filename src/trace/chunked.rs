@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use super::line::LineParser;
-use super::lines::MAX_LINE_BYTES;
+use super::lines::{find_newline, MAX_LINE_BYTES};
 use super::reader::{Batch, EventSink, Tally, TraceStats, EMPTY};
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
@@ -118,11 +118,13 @@ impl ChunkedEvents {
         self.bytes
     }
 
-    /// The next events, at least `min_events` unless the trace ends; None at the end. As
-    /// `TextReader::next_batch`, but batches end at chunk boundaries.
+    /// The next events, as `TextReader::next_batch`, but a batch is one chunk's events (1 MiB of text) as
+    /// the chunk gave them, not copied, once that is at least a sixteenth of `min_events`; chunks with fewer
+    /// are put together up to `min_events`. None at the end.
     pub fn next_batch(&mut self, min_events: usize) -> Result<Option<Batch>, TraceError> {
         let mut out: Option<Batch> = None;
-        while out.as_ref().map_or(0, Batch::len) < min_events.max(1) && !self.ended {
+        let enough = (min_events / 16).max(1);
+        while out.as_ref().map_or(0, Batch::len) < enough && !self.ended {
             let chunk = self.next_chunk()?;
             let batch = self.merge(chunk)?;
             match &mut out {
@@ -307,7 +309,7 @@ fn parse_chunk(job: Job, format: TextFormat, granularity: Granularity, pattern: 
         let nul = memchr::memchr(0, chunk);
         let mut start = 0;
         while start < chunk.len() {
-            let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |i| start + i);
+            let end = find_newline(&chunk[start..]).map_or(chunk.len(), |i| start + i);
             out.lines += 1;
             if end - start >= MAX_LINE_BYTES {
                 out.error = Some((out.lines, too_long()));
