@@ -23,6 +23,13 @@ use crate::trace::{self, Granularity, TextFormat};
 
 create_exception!(_native, NativeTraceError, PyValueError, "A trace file that cannot be read: `path: line N: why`.");
 
+/// Makes numpy's C API ready (the first array made imports it, running Python code). Done when a reader is
+/// opened, before any output exists: a signal that lands in that import would make the numpy crate panic,
+/// where one landing in the loop that follows ends the command cleanly (Ctrl-C, SIGTERM).
+fn numpy_ready(py: Python<'_>) {
+    let _ = PyArray1::<u8>::zeros(py, 0, false);
+}
+
 fn trace_err(e: TraceError) -> PyErr {
     NativeTraceError::new_err(e.to_string())
 }
@@ -65,7 +72,8 @@ impl TextReader {
     /// `fd` and `head`: read the already open `fd` after the bytes `head` taken from it (see `Source`).
     #[new]
     #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new()))]
-    fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        numpy_ready(py);
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
         let src = open_source(path, fd, head)?;
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
@@ -187,7 +195,8 @@ impl TextRows {
     /// `fd` and `head` as for `TextReader`.
     #[new]
     #[pyo3(signature = (path, format, anonymize_salt=None, fd=None, head=Vec::new()))]
-    fn new(path: &str, format: &str, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: &str, format: &str, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        numpy_ready(py);
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
         let src = crate::capture::ReadAhead::new(open_source(path, fd, head)?);
         Ok(TextRows { inner: parse::text_rows::TextRows::new(src, path, format, anonymize_salt) })
@@ -243,7 +252,8 @@ impl CaptureParser {
     /// `fd` and `head` as for `TextReader`.
     #[new]
     #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new()))]
-    fn new(path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        numpy_ready(py);
         let file = open_source(path, fd, head)?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         let file = crate::capture::ReadAhead::new(file);
