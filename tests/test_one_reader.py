@@ -191,3 +191,18 @@ def test_belady_with_an_allow_list_reads_a_keys_trace(tmp):
     assert result.summary["hits"].tolist() == [0, 0]
     unrestricted = cachescope.simulate_trace(str(path), belady=[2], lru=[2])
     assert unrestricted.summary["hits"].tolist() == [3, 3]
+
+
+def test_simulate_reports_each_merged_input_as_parse_does(tmp):
+    """Several traces merged in time: each input reported in its own words, not one made-up capture line."""
+    paths = []
+    for k in range(2):
+        path = tmp / f"h{k}.monitor"
+        path.write_text(f'1700000000.00000{k} [0 10.0.0.{k}:5] "GET" "a"\n1700000001.0 [0 10.0.0.{k}:5] "PING"\n')
+        paths.append(path)
+    simulated = run_cli("simulate.py", *paths, "--lru", "10", check_rc=0).stderr.splitlines()
+    assert not any("packets" in l for l in simulated), simulated
+    for path in paths:
+        parsed = run_cli("parse.py", path, "-o", tmp / "o.parquet", check_rc=0)
+        for line in _report(parsed.stderr, "rows in"):
+            assert line in simulated, (line, simulated)

@@ -146,10 +146,11 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         one_pod_of=args.one_pod_of,
         **{spec.keyword: getattr(args, spec.keyword) for spec in POLICIES.values()},
     )
-    if result.capture_stats:
+    if result.input_reports:
         from cachescope.parse.report import input_line, input_report
 
-        print("\n".join([input_line(result.capture_stats)] + input_report(result.capture_stats)), file=sys.stderr)
+        for stats in result.input_reports:
+            print("\n".join([input_line(stats)] + input_report(stats)), file=sys.stderr)
     if args.timeline:
         result.timeline.to_csv(args.timeline, index=False)
         print(f"wrote the timeline to {args.timeline}", file=sys.stderr)

@@ -188,8 +188,11 @@ def simulate_trace(
             bar.update(source.bytes_read - bar.n)
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
                                               [f[1].unit for f in fleets])
-    # A capture parsed on the fly: what parsing found, for the same report parse.py gives.
+    # A capture or text trace read here: what reading it found, for the same report parse.py gives; a merge's
+    # inputs each their own.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
+    inputs = getattr(source, "sources", [source])
+    result.input_reports = [{"input": s.path, **s.capture_stats} for s in inputs if s.capture_stats]
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     return result

@@ -42,6 +42,9 @@ class SimulationResult:
         self.key_pattern = None
         # The counters of a capture parsed on the fly (empty for a trace file): simulate.py reports them.
         self.capture_stats: dict = {}
+        # What reading each input found (a capture's losses, a text trace's lines and other commands), one dict
+        # per input as parse.py reports it.
+        self.input_reports: list = []
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
 
