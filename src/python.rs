@@ -23,6 +23,13 @@ use crate::trace::{self, Granularity, TextFormat};
 
 create_exception!(_native, NativeTraceError, PyValueError, "A trace file that cannot be read: `path: line N: why`.");
 
+/// Makes numpy's C API ready (the first array made imports it, running Python code). Done when a reader is
+/// opened, before any output exists: a signal that lands in that import would make the numpy crate panic,
+/// where one landing in the loop that follows ends the command cleanly (Ctrl-C, SIGTERM).
+fn numpy_ready(py: Python<'_>) {
+    let _ = PyArray1::<u8>::zeros(py, 0, false);
+}
+
 fn trace_err(e: TraceError) -> PyErr {
     NativeTraceError::new_err(e.to_string())
 }
@@ -136,7 +143,8 @@ impl StopFlag {
 
 #[pyclass(module = "cachescope._native")]
 struct TextReader {
-    inner: trace::TextReader<BufReader<Source>>,
+    // Read on a thread of its own and parsed on others, chunk by chunk (`trace::chunked`).
+    inner: trace::chunked::ChunkedEvents,
 }
 
 #[pymethods]
@@ -145,15 +153,19 @@ impl TextReader {
     /// `stop`: a live input, ended when it is raised.
     #[new]
     #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new(), stop=None))]
-    fn new(path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>,
+    fn new(py: Python<'_>, path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>,
            stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
+        numpy_ready(py);
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
-        let src = BufReader::with_capacity(1 << 20, open_source(path, fd, head, stop.as_deref())?);
-        Ok(TextReader { inner: trace::TextReader::new(src, path, format, granularity(granularity_name)?) })
+        let src = open_source(path, fd, head, stop.as_deref())?;
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+        let inner = trace::chunked::ChunkedEvents::new(src, path, format, granularity(granularity_name)?, workers);
+        Ok(TextReader { inner })
     }
 
     /// The next events, at least `min_events` unless the trace ends, as a dict of numpy columns (keys,
-    /// ops, entities, fields, key_bytes, reqs, and ts_ns when the format has a clock); None at the end.
+    /// key_bytes; ops, entities, fields and reqs but for a `keys` trace; ts_ns when the format has a clock);
+    /// None at the end.
     fn next_batch<'py>(&mut self, py: Python<'py>, min_events: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
         let inner = &mut self.inner;
         let Some(b) = py.detach(|| inner.next_batch(min_events)).map_err(trace_err)? else {
@@ -163,12 +175,16 @@ impl TextReader {
         if !b.ts_ns.is_empty() {
             d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
         }
+        // A `keys` trace's batches have only `keys` and `key_bytes` (see `Batch::push_lean`).
+        let full = !b.ops.is_empty();
         d.set_item("keys", b.keys.into_pyarray(py))?;
-        d.set_item("ops", b.ops.into_pyarray(py))?;
-        d.set_item("entities", b.entities.into_pyarray(py))?;
-        d.set_item("fields", b.fields.into_pyarray(py))?;
         d.set_item("key_bytes", b.key_bytes.into_pyarray(py))?;
-        d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        if full {
+            d.set_item("ops", b.ops.into_pyarray(py))?;
+            d.set_item("entities", b.entities.into_pyarray(py))?;
+            d.set_item("fields", b.fields.into_pyarray(py))?;
+            d.set_item("reqs", b.reqs.into_pyarray(py))?;
+        }
         if !b.clients.is_empty() {
             d.set_item("clients", b.clients.into_pyarray(py))?;
         }
@@ -196,14 +212,113 @@ impl TextReader {
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.inner.stats();
-        let d = PyDict::new(py);
-        d.set_item("commands", s.commands)?;
-        d.set_item("lookups", s.lookups)?;
-        d.set_item("writes", s.writes)?;
-        d.set_item("deletes", s.deletes)?;
-        d.set_item("other_commands", s.other_commands)?;
-        Ok(d)
+        text_stats(py, self.inner.stats())
+    }
+
+    /// What the input report says of a text trace: lines read, and the other commands by name.
+    fn input_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = &self.inner;
+        let read = TextRead { format: r.format(), lines: r.lines(), bytes: r.bytes_read(), stats: r.stats(),
+                              hosts: r.hosts().len(), other: r.other_commands(), connections: 0 };
+        text_input_stats(py, &read)
+    }
+}
+
+fn text_stats(py: Python<'_>, s: trace::TraceStats) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("commands", s.commands)?;
+    d.set_item("lookups", s.lookups)?;
+    d.set_item("writes", s.writes)?;
+    d.set_item("deletes", s.deletes)?;
+    d.set_item("other_commands", s.other_commands)?;
+    Ok(d)
+}
+
+/// What reading a text trace found, whichever reader read it.
+struct TextRead<'a> {
+    format: TextFormat,
+    lines: u64,
+    bytes: u64,
+    stats: trace::TraceStats,
+    hosts: usize,
+    other: &'a std::collections::BTreeMap<String, u64>,
+    /// MONITOR's client addresses (rows only; 0: not counted).
+    connections: usize,
+}
+
+/// The counters parse.py and simulate.py both report of a text trace.
+fn text_input_stats<'py>(py: Python<'py>, r: &TextRead) -> PyResult<Bound<'py, PyDict>> {
+    let s = r.stats;
+    let d = PyDict::new(py);
+    d.set_item("input_format", r.format.name())?;
+    d.set_item("lines", r.lines)?;
+    d.set_item("bytes", r.bytes)?;
+    d.set_item("commands", s.commands)?;
+    d.set_item("rows", s.lookups + s.writes + s.deletes)?;
+    d.set_item("lookups", s.lookups)?;
+    d.set_item("writes", s.writes)?;
+    d.set_item("deletes", s.deletes)?;
+    d.set_item("client_hosts", r.hosts)?;
+    if r.connections > 0 {
+        d.set_item("connections", r.connections)?;
+    }
+    d.set_item("other_commands", r.other.clone())?;
+    Ok(d)
+}
+
+/// A text trace read as trace rows (see `parse::text_rows`): the reader `TextReader` is, rows out.
+#[pyclass(module = "cachescope._native")]
+struct TextRows {
+    inner: parse::text_rows::TextRows<crate::capture::ReadAhead>,
+}
+
+#[pymethods]
+impl TextRows {
+    /// `fd` and `head` as for `TextReader`.
+    #[new]
+    #[pyo3(signature = (path, format, anonymize_salt=None, fd=None, head=Vec::new()))]
+    fn new(py: Python<'_>, path: &str, format: &str, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>) -> PyResult<Self> {
+        numpy_ready(py);
+        let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
+        let src = crate::capture::ReadAhead::new(open_source(path, fd, head, None)?);
+        Ok(TextRows { inner: parse::text_rows::TextRows::new(src, path, format, anonymize_salt) })
+    }
+
+    /// The next rows, at least `min_rows` unless the trace ends, as `CaptureParser.next_batch` gives them
+    /// (`ts_ns` meaningless when `has_clock` is false); None at the end.
+    fn next_batch<'py>(&mut self, py: Python<'py>, min_rows: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let Some(b) = py.detach(|| inner.next_batch(min_rows)).map_err(trace_err)? else {
+            return Ok(None);
+        };
+        row_columns(py, b).map(Some)
+    }
+
+    #[getter]
+    fn has_clock(&self) -> bool {
+        self.inner.has_clock()
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.inner.reader().bytes_read()
+    }
+
+    fn cmd_names(&self) -> Vec<String> {
+        self.inner.cmd_names().to_vec()
+    }
+
+    /// The client address of each conn, by conn (MONITOR logs; empty otherwise).
+    fn clients(&self) -> Vec<String> {
+        self.inner.clients().to_vec()
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.inner.reader();
+        let read = TextRead { format: r.format(), lines: r.lines(), bytes: r.bytes_read(), stats: r.stats(),
+                              hosts: r.hosts().len(), other: r.other_commands(),
+                              connections: self.inner.clients().len() };
+        text_input_stats(py, &read)
     }
 }
 
@@ -307,6 +422,7 @@ impl CaptureParser {
     #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new(), stop=None))]
     fn new(py: Python<'_>, path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>,
            stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
+        numpy_ready(py);
         let (file, threaded) = open_threaded(path, fd, head, stop.as_deref())?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         // A plain file is read ahead in blocks; a compressed one already is, and a live input hands over what
@@ -745,20 +861,6 @@ fn is_capture(head: &[u8]) -> bool {
     crate::capture::is_capture(head)
 }
 
-/// A MONITOR line as simulate.py's reader takes it: (time in ns, client, arguments), None for a blank line;
-/// ValueError with the reader's own words when it refuses the line.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn monitor_line<'py>(
-    py: Python<'py>,
-    line: &[u8],
-) -> PyResult<Option<(i64, Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>)>> {
-    let parsed = trace::reader::monitor_line(line).map_err(value_err)?;
-    Ok(parsed.map(|(ts, client, args)| {
-        (ts, PyBytes::new(py, &client), args.iter().map(|a| PyBytes::new(py, a)).collect())
-    }))
-}
-
 /// The compression whose magic number these first bytes start with ("gzip", "zstd", "xz", "lz4"), or None.
 #[pyfunction]
 fn compression(head: &[u8]) -> Option<&'static str> {
@@ -966,6 +1068,7 @@ fn minisim_dict<'py>(py: Python<'py>, m: &crate::curve::MiniSim) -> PyResult<Bou
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TextReader>()?;
+    m.add_class::<TextRows>()?;
     m.add_class::<Simulation>()?;
     m.add_class::<CaptureParser>()?;
     m.add_class::<StreamParser>()?;
@@ -977,7 +1080,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_capture, m)?)?;
     m.add_function(wrap_pyfunction!(discover_ports, m)?)?;
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
-    m.add_function(wrap_pyfunction!(monitor_line, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
     m.add_function(wrap_pyfunction!(shard_column, m)?)?;

@@ -178,10 +178,11 @@ def main(argv=None, prog: str = "simulate.py") -> int:
     )
     if result.live_end:
         print(f"live input ended: {result.live_end}; the answer covers everything read until then", file=sys.stderr)
-    if result.capture_stats:
+    if result.input_reports:
         from cachescope.parse.report import input_line, input_report
 
-        print("\n".join([input_line(result.capture_stats)] + input_report(result.capture_stats)), file=sys.stderr)
+        for stats in result.input_reports:
+            print("\n".join([input_line(stats)] + input_report(stats)), file=sys.stderr)
     if args.timeline:
         result.timeline.to_csv(args.timeline, index=False)
         print(f"wrote the timeline to {args.timeline}", file=sys.stderr)

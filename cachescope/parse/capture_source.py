@@ -83,15 +83,13 @@ class CaptureRows:
 
 
 def parse_capture(path: str, ports=DEFAULT_PORTS, anonymize: bool = False):
-    """The whole trace of a capture (or of a tcpflow output directory) as a pandas DataFrame (the trace schema
-    of DESIGN.md); `ports=None` finds a capture's Redis ports by content. For captures larger than memory,
-    write a Parquet trace with `parse.py` instead."""
-    if os.path.isdir(path):
-        from cachescope.parse.tcpflow_source import TcpflowRows
+    """The whole trace of a capture (or of a tcpflow output directory, or of a text trace: a MONITOR log,
+    `commands`, `keys`) as a pandas DataFrame (the trace schema of DESIGN.md), read as parse.py reads it;
+    `ports=None` finds a capture's Redis ports by content. For inputs larger than memory, write a Parquet
+    trace with `parse.py` instead."""
+    from cachescope.parse.input_rows import open_rows
 
-        rows = TcpflowRows(path, DEFAULT_PORTS if ports is None else ports, anonymize)
-    else:
-        rows = CaptureRows(path, ports, anonymize)
+    rows = open_rows(path, ports, anonymize)
     table = pa.Table.from_batches(list(rows.record_batches()), schema=SCHEMA)
     df = table.to_pandas()
     df.attrs["stats"] = rows.stats

@@ -41,7 +41,7 @@ def parse_part(capture: Capture, root: str, partitioned: bool, ports, anonymize:
     """Parses `capture` into a part under `root`; returns its counters with `input`, `host`, `name`,
     `part` (None when it had no rows), `first_ts`, `last_ts` and `signatures` (for the clock offsets), or
     `{"input", "host", "name", "error"}` when the capture cannot be parsed (the one line to report)."""
-    from cachescope.parse.convert import open_rows
+    from cachescope.parse.input_rows import open_rows
 
     partial = partial_path(root, capture)
     head = {"input": capture.path, "host": capture.host, "name": capture.name}

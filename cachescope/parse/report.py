@@ -1,8 +1,10 @@
 """What parsing an input found (losses, cut records, limits reached, other commands, error replies), as the
-lines parse.py prints: simulate.py prints the same lines when it parses a capture itself, so an input is
-reported the same way whichever command reads it."""
+lines parse.py prints: simulate.py prints the same lines when it reads a capture or a text trace itself, so an
+input is reported the same way whichever command reads it."""
 
 from __future__ import annotations
+
+from cachescope.trace.text_formats import TEXT_FORMATS
 
 # Segments, bytes and signals reassembly set aside (each also in --stats-json under its key).
 REASSEMBLY_DROPS = [
@@ -18,6 +20,11 @@ REASSEMBLY_DROPS = [
 
 def input_line(s: dict) -> str:
     """The input's size: packets, bytes and connections (flow files for a tcpflow directory)."""
+    if s.get("input_format") in TEXT_FORMATS:
+        hosts = s.get("client_hosts", 0)
+        clients = f", {hosts:,} client host{'s' if hosts != 1 else ''}" if s["input_format"] == "monitor" else ""
+        return (f"{s['input']}: {s['input_format']} trace, {s.get('lines', 0):,} lines, {s.get('bytes', 0):,} "
+                f"bytes{clients}")
     if s.get("input_format") == "tcpflow":
         return (f"{s['input']}: tcpflow directory, {s.get('files', 0):,} flow files, {s.get('bytes', 0):,} bytes, "
                 f"{s.get('connections', 0):,} connections ({s.get('mid_stream_connections', 0):,} not seen "
@@ -27,7 +34,10 @@ def input_line(s: dict) -> str:
 
 
 def input_report(s: dict) -> list[str]:
-    """Losses, drops, limits reached, a cut last record, other commands and error replies: one line each."""
+    """Losses, drops, limits reached, a cut last record, other commands and error replies: one line each. A text
+    trace has no packets to lose nor replies: only its other commands."""
+    if s.get("input_format") in TEXT_FORMATS:
+        return _other_commands(s)
     lines = [
         f"  losses: {s.get('gaps', 0):,} gaps ({s.get('gap_bytes', 0):,} bytes), "
         f"{s.get('retransmissions', 0):,} retransmissions, {s.get('out_of_order', 0):,} out of order, "
@@ -52,13 +62,18 @@ def input_report(s: dict) -> list[str]:
         lines.append("  limits: " + ", ".join(f"{n:,} {what}" for n, what in limits if n))
     if s.get("truncated_tail"):
         lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
-    other = s.get("other_commands") or {}
-    if other:
-        top = sorted(other.items(), key=lambda kv: -kv[1])[:8]
-        lines.append("  other commands: " + ", ".join(f"{name} {n:,}" for name, n in top))
+    lines += _other_commands(s)
     errors = s.get("error_replies") or {}
     if errors:
         top = sorted(errors.items(), key=lambda kv: -kv[1])[:8]
         lines.append("  answered with an error (rows marked in `error`, no lookups): "
                      + ", ".join(f"{code} {n:,}" for code, n in top))
     return lines
+
+
+def _other_commands(s: dict) -> list[str]:
+    other = s.get("other_commands") or {}
+    if not other:
+        return []
+    top = sorted(other.items(), key=lambda kv: -kv[1])[:8]
+    return ["  other commands: " + ", ".join(f"{name} {n:,}" for name, n in top)]

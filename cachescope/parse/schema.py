@@ -48,7 +48,8 @@ def record_batch(cols: dict, cmd_names: list[str], conns: list[tuple[str, str]] 
         index = np.searchsorted(conn_ids, conn) if len(conn) else conn
         conns, conn = list(zip(cols["clients"], cols["servers"])), index
     arrays = [
-        _numbers(pa.int64(), cols["ts_ns"]),
+        # Text traces without a clock have no times: `ts_valid` all false.
+        _numbers(pa.int64(), cols["ts_ns"], cols.get("ts_valid")),
         _numbers(pa.uint32(), cols["conn"]),
         _numbers(pa.uint64(), cols["req"]),
         # Views, not copies: op codes are 0-2 and command codes index a few hundred names.

@@ -226,8 +226,11 @@ def simulate_trace(
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
                                               [f[1].unit for f in fleets])
     result.live_end = live.reason
-    # A capture parsed on the fly: what parsing found, for the same report parse.py gives.
+    # A capture or text trace read here: what reading it found, for the same report parse.py gives; a merge's
+    # inputs each their own.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
+    inputs = getattr(source, "sources", [source])
+    result.input_reports = [{"input": s.path, **s.capture_stats} for s in inputs if s.capture_stats]
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     # What was asked, as the report states its assumptions (and where to read the trace again for its anatomy).
@@ -332,7 +335,9 @@ def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
         for batch in source.batches():
             reads = batch["ops"] == 0 if "ops" in batch else np.ones(len(batch["keys"]), dtype=bool)
             if allow is not None:
-                reads &= np.isin(batch["fields"], np.array(allow, dtype=np.uint64))
+                # No `fields` column (a keys trace): no lookup has a field, so none is on the list.
+                fields = batch.get("fields", np.zeros(len(batch["keys"]), dtype=np.uint64))
+                reads &= np.isin(fields, np.array(allow, dtype=np.uint64))
             keys.append(batch["keys"][reads])
             bar.update(source.bytes_read - bar.n)
     return _native.next_access(np.concatenate(keys) if keys else np.zeros(0, np.uint64))

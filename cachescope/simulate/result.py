@@ -44,6 +44,9 @@ class SimulationResult:
         self.capture_stats: dict = {}
         self.live_end: str | None = None
         """What ended a live input early (SIGINT, SIGTERM, --duration); None when it ended by itself."""
+        # What reading each input found (a capture's losses, a text trace's lines and other commands), one dict
+        # per input as parse.py reports it.
+        self.input_reports: list = []
         self.unmatched_shards = 0
         """With the key-pattern route: events whose key the pattern did not match (each its own shard)."""
         self.request: dict = {}

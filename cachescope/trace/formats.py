@@ -7,8 +7,8 @@ import os
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.trace.opened import OpenedInput
+from cachescope.trace.text_formats import TEXT_FORMATS
 
-TEXT_FORMATS = ("commands", "monitor", "keys")
 # Object traces, as cache simulators write them (src/trace/objects.rs): libCacheSim's binary, CSV with a column
 # spec (--csv-spec), and Twitter's cache-trace CSV layout.
 OBJECT_FORMATS = ("oracleGeneral", "csv", "twitter")

@@ -181,6 +181,8 @@ class TraceSource:
             for k, v in reader.stats().items():
                 setattr(self.info, k, v)
             if batch is None:
+                # What parse.py reports of this input, for simulate.py to report it the same way.
+                self.capture_stats = reader.input_stats()
                 return
             if self.want_clients and "clients" in batch:
                 # The reader numbers its hosts as they first come, as ClientHosts does.

@@ -11,6 +11,7 @@ pub mod order;
 pub mod rows;
 pub mod streams;
 pub mod text_out;
+pub mod text_rows;
 #[cfg(test)]
 mod order_tests;
 #[cfg(test)]

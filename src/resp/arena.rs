@@ -131,5 +131,28 @@ impl<'a> ArgsView<'a> {
     }
 }
 
+/// The arguments of one command read from elsewhere than a connection (a line of a text trace), held so
+/// that the capture's row builder can take them as a `Command`'s: reused from one command to the next.
+#[derive(Debug, Default)]
+pub struct OwnedArgs {
+    bytes: Vec<u8>,
+    spans: Vec<Span>,
+}
+
+impl OwnedArgs {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+    }
+    pub fn push(&mut self, arg: &[u8]) {
+        let start = u32::try_from(self.bytes.len()).unwrap_or(ELIDED);
+        self.spans.push(Span { start, len: arg.len() as u32 });
+        self.bytes.extend_from_slice(arg);
+    }
+    pub fn view(&self) -> ArgsView<'_> {
+        ArgsView { bytes: &self.bytes, spans: &self.spans }
+    }
+}
+
 /// The field names of an HGETALL reply, in the order the server sent them.
 pub type FieldsView<'a> = ArgsView<'a>;

@@ -32,7 +32,7 @@ mod testgen;
 mod tests;
 
 pub use crate::net::Direction;
-pub use arena::{ArgsView, FieldsView};
+pub use arena::{ArgsView, FieldsView, OwnedArgs};
 pub use command::{Command, Reply};
 pub use error_code::{ErrorCode, MAX_CODE};
 pub use redact::REDACTED;

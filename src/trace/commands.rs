@@ -31,6 +31,7 @@ pub enum Shape {
     NoKeys,
 }
 
+#[derive(Clone, Copy, Debug)]
 pub struct CommandInfo {
     pub op: Op,
     pub shape: Shape,
@@ -57,6 +58,19 @@ impl CommandInfo {
             _ => true,
         };
         pairs && (self.min_args..=self.max_args).contains(&n)
+    }
+
+    /// How many cache keys (lookups, writes or deletes) a command of this shape with `n` arguments after
+    /// its name touches, once `accepts(n)`: what both a row and an event are made per.
+    pub fn keys_touched(&self, n: usize) -> usize {
+        match self.shape {
+            Shape::Key | Shape::KeyThenArgs | Shape::KeyFieldArg => 1,
+            Shape::Keys => n,
+            Shape::KeyValuePairs => n / 2,
+            Shape::KeyFields => n - 1,
+            Shape::KeyFieldValuePairs => (n - 1) / 2,
+            Shape::NoKeys => 0,
+        }
     }
 }
 

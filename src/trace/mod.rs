@@ -1,14 +1,17 @@
 //! Text traces in, cache-key hashes out: the three text formats of DESIGN.md, read as a stream.
 
+pub mod chunked;
 pub mod commands;
 pub mod csv;
+pub mod line;
+pub mod lines;
 pub mod objects;
 pub mod oracle_general;
 pub mod reader;
 pub mod sniff;
 pub mod tokenize;
 
-pub use reader::{Batch, TextReader, TraceStats};
+pub use reader::{Batch, CommandSink, HostSink, TextReader, TraceStats};
 pub use sniff::sniff_format;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,19 +1,18 @@
-//! A streaming reader of text traces: a bounded line at a time, lookups out in batches of hashed cache keys.
-//! Memory is one line plus one batch, whatever the trace's size.
+//! A streaming reader of text traces: a bounded line at a time, each line's command out to a sink (batches of
+//! hashed cache keys for the simulation, trace rows for parse.py). Memory is one read buffer plus one batch,
+//! whatever the trace's size.
 
-use std::io::{BufRead, Read};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::sync::Arc;
 
-use super::commands::{self, Op, Shape};
-use super::tokenize::{split_args, Span};
+use super::commands::{Op, Shape};
+use super::line::{client_host, LineParser, TextCommand};
+use super::lines::{LineError, Lines, MAX_LINE_BYTES};
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
 use crate::fleet::pattern::KeyPattern;
 use crate::hash::{field_hash, key_hash};
-
-/// Longest line accepted: far above any real command, low enough that a binary file without newlines cannot
-/// make the reader buffer it whole.
-pub const MAX_LINE_BYTES: u64 = 64 << 20;
 
 /// Counts over everything read so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,8 +68,38 @@ impl Batch {
         self.keys.is_empty()
     }
 
-    fn push(&mut self, op: u8, key: &[u8], field: Option<&[u8]>, granularity: Granularity, req: u64) {
-        let entity = key_hash(key);
+    /// An empty batch with room for `n` events in every column it fills, so that filling it never copies
+    /// what it holds (the columns go to numpy as they are: they cannot be reused).
+    pub(crate) fn with_capacity(n: usize, lean: bool, clock: bool, shard_of: Option<Arc<KeyPattern>>) -> Batch {
+        let full = if lean { 0 } else { n };
+        Batch {
+            keys: Vec::with_capacity(n),
+            key_bytes: Vec::with_capacity(n),
+            ops: Vec::with_capacity(full),
+            entities: Vec::with_capacity(full),
+            fields: Vec::with_capacity(full),
+            reqs: Vec::with_capacity(full),
+            ts_ns: Vec::with_capacity(if clock { n } else { 0 }),
+            clients: Vec::with_capacity(if clock { n } else { 0 }),
+            shards: Vec::with_capacity(if shard_of.is_some() { n } else { 0 }),
+            unmatched_shards: 0,
+            shard_of,
+        }
+    }
+
+    /// One lookup of a plain key in a batch of a `keys` trace: only `keys` and `key_bytes` are filled (every
+    /// event is a read, of a command of its own, without a field: what absent `ops`, `reqs`, `entities` and
+    /// `fields` mean to the simulation).
+    #[inline]
+    fn push_lean(&mut self, key: &[u8]) {
+        self.keys.push(key_hash(key));
+        self.key_bytes.push(key.len().min(u32::MAX as usize) as u32);
+        self.push_shard(key);
+    }
+
+    /// One event of the Redis key `key`, whose hash is `entity`.
+    #[inline]
+    fn push(&mut self, op: u8, key: &[u8], entity: u64, field: Option<&[u8]>, granularity: Granularity, req: u64) {
         let (cache_key, field_id, field_len) = match field {
             Some(f) if granularity == Granularity::Field => (field_hash(entity, f), key_hash(f), f.len()),
             Some(f) => (entity, key_hash(f), f.len()),
@@ -82,6 +111,25 @@ impl Batch {
         self.fields.push(field_id);
         self.key_bytes.push((key.len() + field_len).min(u32::MAX as usize) as u32);
         self.reqs.push(req);
+        self.push_shard(key);
+    }
+
+    /// Appends another batch's events (of the same trace, so with the same columns filled).
+    pub(crate) fn append(&mut self, other: Batch) {
+        self.keys.extend_from_slice(&other.keys);
+        self.ops.extend_from_slice(&other.ops);
+        self.entities.extend_from_slice(&other.entities);
+        self.fields.extend_from_slice(&other.fields);
+        self.key_bytes.extend_from_slice(&other.key_bytes);
+        self.reqs.extend_from_slice(&other.reqs);
+        self.ts_ns.extend_from_slice(&other.ts_ns);
+        self.clients.extend_from_slice(&other.clients);
+        self.shards.extend_from_slice(&other.shards);
+        self.unmatched_shards += other.unmatched_shards;
+    }
+
+    #[inline]
+    fn push_shard(&mut self, key: &[u8]) {
         if let Some(pattern) = &self.shard_of {
             let (shard, matched) = pattern.shard(key);
             self.shards.push(shard);
@@ -90,42 +138,144 @@ impl Batch {
     }
 }
 
+/// What a reader hands each command it reads to: the simulation's events (`Batch`) or trace rows
+/// (`parse::text_rows`). Both see the same commands, numbered the same way.
+pub trait CommandSink {
+    /// Events or rows made so far.
+    fn made(&self) -> usize;
+    /// Command `req` of the trace (its index), once `c.info.accepts` its arguments.
+    fn command(&mut self, c: &TextCommand, req: u64);
+}
+
+/// The events of a batch: `push_events` by the command's shape, with the time and client host of its line.
+pub(crate) struct EventSink<'b> {
+    pub batch: &'b mut Batch,
+    pub granularity: Granularity,
+    pub host: Option<u32>,
+    /// A `keys` trace: lean events (`Batch::push_lean`).
+    pub lean: bool,
+}
+
+impl CommandSink for EventSink<'_> {
+    fn made(&self) -> usize {
+        self.batch.len()
+    }
+
+    #[inline]
+    fn command(&mut self, c: &TextCommand, req: u64) {
+        if self.lean {
+            self.batch.push_lean(c.args[0]);
+            return;
+        }
+        let op = match c.info.op {
+            Op::Read => OP_READ,
+            Op::Write => OP_WRITE,
+            Op::Delete => OP_DELETE,
+            Op::Other => return,
+        };
+        push_events(c.info.shape, op, c.args, self.granularity, req, self.batch);
+        if let Some(ts) = c.ts {
+            self.batch.ts_ns.resize(self.batch.len(), ts);
+        }
+        if let Some(host) = self.host {
+            self.batch.clients.resize(self.batch.len(), host);
+        }
+    }
+}
+
+/// A text trace read as a stream: lines split in place (`Lines`), each read into its command (`LineParser`),
+/// counted, and handed to a sink. The file is read ahead on a thread of its own by the caller's `R`.
 pub struct TextReader<R> {
-    src: R,
+    lines: Lines<R>,
+    parser: LineParser,
     path: String,
     format: TextFormat,
     granularity: Granularity,
-    line_no: u64,
-    bytes_read: u64,
-    stats: TraceStats,
-    line: Vec<u8>,
-    spans: Vec<Span>,
-    scratch: Vec<u8>,
-    /// Client hosts in the order first seen (MONITOR lines name them), and the current line's.
-    hosts: Vec<String>,
-    host_ids: std::collections::HashMap<Vec<u8>, u32>,
-    client: Option<u32>,
+    tally: Tally,
     key_pattern: Option<Arc<KeyPattern>>,
 }
 
-impl<R: BufRead> TextReader<R> {
+/// What reading lines counts and names: the counters, the other commands by name, the client hosts in the
+/// order first seen (MONITOR lines name them). Kept by the reader, or by each chunk of `chunked`.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub stats: TraceStats,
+    pub other_by_name: BTreeMap<String, u64>,
+    pub hosts: Vec<String>,
+    host_ids: HashMap<Vec<u8>, u32>,
+}
+
+impl Tally {
+    /// Reads one line into `sink`, counting its command; Ok(false) for a line without one, Err with why
+    /// the line is refused. `first`: no command was read before it (a MONITOR log's `OK` is skipped).
+    #[inline]
+    pub fn read_line<S: CommandSink + HostSink>(
+        &mut self,
+        parser: &mut LineParser,
+        line: &[u8],
+        first: bool,
+        sink: &mut S,
+    ) -> Result<bool, String> {
+        let stats = &mut self.stats;
+        let (other, hosts, host_ids) = (&mut self.other_by_name, &mut self.hosts, &mut self.host_ids);
+        parser.parse(line, first, |c| {
+            let req = stats.commands;
+            stats.commands += 1;
+            let n = c.info.keys_touched(c.args.len()) as u64;
+            match c.info.op {
+                Op::Read => stats.lookups += n,
+                Op::Write => stats.writes += n,
+                Op::Delete => stats.deletes += n,
+                Op::Other => {
+                    stats.other_commands += 1;
+                    count_other(other, c.name);
+                }
+            }
+            if let Some(addr) = c.client {
+                sink.set_host(host_id(hosts, host_ids, client_host(addr)));
+            }
+            sink.command(c, req);
+        })
+    }
+
+    /// The index of a client host, numbered as first seen.
+    pub fn host_id(&mut self, host: &str) -> u32 {
+        host_id(&mut self.hosts, &mut self.host_ids, host.as_bytes())
+    }
+
+    /// Adds another tally's counts (its hosts are the caller's to renumber).
+    pub fn add_counts(&mut self, other: &Tally) {
+        let (s, o) = (&mut self.stats, &other.stats);
+        s.commands += o.commands;
+        s.lookups += o.lookups;
+        s.writes += o.writes;
+        s.deletes += o.deletes;
+        s.other_commands += o.other_commands;
+        for (name, n) in &other.other_by_name {
+            *self.other_by_name.entry(name.clone()).or_default() += n;
+        }
+    }
+}
+
+impl<R: Read> TextReader<R> {
     pub fn new(src: R, path: &str, format: TextFormat, granularity: Granularity) -> TextReader<R> {
         TextReader {
-            src,
+            lines: Lines::new(src),
+            parser: LineParser::new(format),
             path: path.to_string(),
             format,
             granularity,
-            line_no: 0,
-            bytes_read: 0,
-            stats: TraceStats::default(),
-            line: Vec::new(),
-            spans: Vec::new(),
-            scratch: Vec::new(),
-            hosts: Vec::new(),
-            host_ids: std::collections::HashMap::new(),
-            client: None,
+            tally: Tally::default(),
             key_pattern: None,
         }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn format(&self) -> TextFormat {
+        self.format
     }
 
     /// Every batch from now on carries the shard id of each event by `pattern` (the key-pattern route).
@@ -135,283 +285,137 @@ impl<R: BufRead> TextReader<R> {
 
     /// The client hosts seen so far, by index (`Batch::clients`).
     pub fn hosts(&self) -> &[String] {
-        &self.hosts
-    }
-
-    /// The index of the client host of `[<db> <client>]`: the address without its port (a service host
-    /// opens many connections, from many ports).
-    fn client_of(&mut self, bracket: &[u8]) -> u32 {
-        let addr = bracket.iter().position(|&c| c == b' ').map_or(bracket, |sp| &bracket[sp + 1..]);
-        let host = match addr.iter().rposition(|&c| c == b':') {
-            Some(colon) if colon + 1 < addr.len() && addr[colon + 1..].iter().all(u8::is_ascii_digit) => &addr[..colon],
-            _ => addr,
-        };
-        if let Some(&id) = self.host_ids.get(host) {
-            return id;
-        }
-        let id = self.hosts.len() as u32;
-        self.hosts.push(String::from_utf8_lossy(host).into_owned());
-        self.host_ids.insert(host.to_vec(), id);
-        id
+        &self.tally.hosts
     }
 
     pub fn stats(&self) -> TraceStats {
-        self.stats
+        self.tally.stats
+    }
+
+    /// Commands that touch no cached value, by upper-case name.
+    pub fn other_commands(&self) -> &BTreeMap<String, u64> {
+        &self.tally.other_by_name
+    }
+
+    /// Lines read so far (blank ones included).
+    pub fn lines(&self) -> u64 {
+        self.lines.line_no()
     }
 
     /// Bytes consumed so far, for progress reporting.
     pub fn bytes_read(&self) -> u64 {
-        self.bytes_read
+        self.lines.bytes_read()
     }
 
     /// Reads lines until the batch holds at least `min_events` events or the trace ends; None at the end.
     /// An empty trace (no command at all) is an error rather than a zero hit rate.
     pub fn next_batch(&mut self, min_events: usize) -> Result<Option<Batch>, TraceError> {
-        let mut batch = Batch { shard_of: self.key_pattern.clone(), ..Batch::default() };
-        while batch.keys.len() < min_events {
-            if !self.read_line()? {
-                break;
-            }
-            self.parse_line(&mut batch)?;
-        }
-        if batch.keys.is_empty() && self.at_end()? {
-            if self.stats.commands == 0 {
-                return Err(TraceError::whole(&self.path, "empty trace: no commands"));
-            }
+        let lean = self.format == TextFormat::Keys;
+        let clock = self.format == TextFormat::Monitor;
+        // A command of many keys (a long MGET) may take a batch past `min_events`: a little room to spare.
+        let room = min_events.saturating_add(min_events / 64 + 64).min(1 << 26);
+        let mut batch = Batch::with_capacity(room, lean, clock, self.key_pattern.clone());
+        let granularity = self.granularity;
+        let mut sink = EventSink { batch: &mut batch, granularity, host: None, lean };
+        if !self.read_into(&mut sink, min_events)? {
             return Ok(None);
         }
         Ok(Some(batch))
     }
 
-    fn at_end(&mut self) -> Result<bool, TraceError> {
-        let buf = self.src.fill_buf().map_err(|e| TraceError::whole(&self.path, e.to_string()))?;
-        Ok(buf.is_empty())
-    }
-
-    /// Reads the next line into `self.line` without its line ending; false at the end of the input.
-    fn read_line(&mut self) -> Result<bool, TraceError> {
-        self.line.clear();
-        let n = (&mut self.src)
-            .take(MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut self.line)
-            .map_err(|e| TraceError::at(&self.path, self.line_no + 1, format!("read failed: {e}")))?;
-        if n == 0 {
+    /// Reads lines into `sink` until it has made `min` events or rows, or the trace ends; false when it made
+    /// none because the trace had ended. A trace without a single command is an error, not a zero hit rate.
+    pub fn read_into<S: CommandSink + HostSink>(&mut self, sink: &mut S, min: usize) -> Result<bool, TraceError> {
+        let before = sink.made();
+        while sink.made() < min {
+            let line = match self.lines.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(e) => return Err(line_error(&self.path, self.lines.line_no(), e)),
+            };
+            let first = self.tally.stats.commands == 0;
+            let parsed = self.tally.read_line(&mut self.parser, line, first, sink);
+            if let Err(message) = parsed {
+                return Err(TraceError::at(&self.path, self.lines.line_no(), message));
+            }
+        }
+        if sink.made() == before && self.at_end()? {
+            if self.tally.stats.commands == 0 {
+                return Err(TraceError::whole(&self.path, EMPTY));
+            }
             return Ok(false);
-        }
-        self.line_no += 1;
-        self.bytes_read += n as u64;
-        if n as u64 > MAX_LINE_BYTES {
-            return Err(self.error(format!("line longer than {} MiB: not a text trace", MAX_LINE_BYTES >> 20)));
-        }
-        while matches!(self.line.last(), Some(b'\n' | b'\r')) {
-            self.line.pop();
-        }
-        if self.line.contains(&0) {
-            return Err(self.error("binary data (NUL byte): not a text trace"));
         }
         Ok(true)
     }
 
-    fn error(&self, message: impl Into<String>) -> TraceError {
-        TraceError::at(&self.path, self.line_no, message)
-    }
-
-    fn parse_line(&mut self, batch: &mut Batch) -> Result<(), TraceError> {
-        let line = std::mem::take(&mut self.line);
-        let result = match self.format {
-            TextFormat::Keys => {
-                self.parse_key_line(&line, batch);
-                Ok(())
-            }
-            TextFormat::Commands => self.parse_command_line(&line, 0, None, batch),
-            TextFormat::Monitor => self.parse_monitor_line(&line, batch),
-        };
-        self.line = line;
-        result
-    }
-
-    fn parse_key_line(&mut self, line: &[u8], batch: &mut Batch) {
-        let key = line.trim_ascii();
-        if key.is_empty() {
-            return;
-        }
-        self.stats.commands += 1;
-        self.stats.lookups += 1;
-        batch.push(OP_READ, key, None, self.granularity, self.stats.commands - 1);
-    }
-
-    /// `1700000000.123456 [0 10.1.2.3:51234] "HMGET" "st_1" "2496559762"`. The first line of a
-    /// `redis-cli MONITOR` session is its `OK`, which is skipped.
-    fn parse_monitor_line(&mut self, line: &[u8], batch: &mut Batch) -> Result<(), TraceError> {
-        let trimmed = line.trim_ascii();
-        if trimmed.is_empty() || (trimmed == b"OK" && self.stats.commands == 0) {
-            return Ok(());
-        }
-        let (ts, client, args_at) = monitor_head(trimmed).map_err(|e| self.error(e))?;
-        self.client = Some(self.client_of(&trimmed[client]));
-        self.parse_command_line(trimmed, args_at, Some(ts), batch)
-    }
-
-    fn parse_command_line(
-        &mut self,
-        line: &[u8],
-        args_at: usize,
-        ts: Option<i64>,
-        batch: &mut Batch,
-    ) -> Result<(), TraceError> {
-        let body = &line[args_at..];
-        if body.trim_ascii().is_empty() {
-            if ts.is_some() {
-                return Err(self.error("monitor line without a command"));
-            }
-            return Ok(());
-        }
-        split_args(body, &mut self.spans, &mut self.scratch).map_err(|e| self.error(e))?;
-        let args: Vec<&[u8]> = self.spans.iter().map(|s| s.get(body, &self.scratch)).collect();
-        let info = command_of(&args).map_err(|e| self.error(e))?;
-        let args = &args[1..];
-        self.stats.commands += 1;
-        let req = self.stats.commands - 1;
-        let op = match info.op {
-            Op::Read => OP_READ,
-            Op::Write => OP_WRITE,
-            Op::Delete => OP_DELETE,
-            Op::Other => {
-                self.stats.other_commands += 1;
-                return Ok(());
-            }
-        };
-        let before = batch.len();
-        push_events(info.shape, op, args, self.granularity, req, batch).map_err(|e| self.error(e))?;
-        let n = (batch.len() - before) as u64;
-        match info.op {
-            Op::Read => self.stats.lookups += n,
-            Op::Write => self.stats.writes += n,
-            _ => self.stats.deletes += n,
-        }
-        if let Some(ts) = ts {
-            batch.ts_ns.resize(batch.len(), ts);
-        }
-        if let Some(client) = self.client {
-            batch.clients.resize(batch.len(), client);
-        }
-        Ok(())
+    fn at_end(&mut self) -> Result<bool, TraceError> {
+        self.lines.at_end().map_err(|e| line_error(&self.path, self.lines.line_no(), e))
     }
 }
 
-/// A MONITOR line's time, where its client's name is, and where its arguments begin; `line` is trimmed.
-fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), String> {
-    let space = line.iter().position(|&c| c == b' ').ok_or(MONITOR_SHAPE)?;
-    let stamp = &line[..space];
-    let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
-        // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
-        true => format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp)),
-        false => MONITOR_SHAPE.to_string(),
-    })?;
-    let rest = &line[space + 1..];
-    if rest.first() != Some(&b'[') {
-        return Err(MONITOR_SHAPE.into());
-    }
-    let close = rest.iter().position(|&c| c == b']').ok_or(MONITOR_SHAPE)?;
-    let at = line.len() - rest.len();
-    Ok((ts, at + 1..at + close, at + close + 1))
+pub const EMPTY: &str = "empty trace: no commands";
+
+/// A sink that keeps the client host of the command it gets next (events carry it; rows do not).
+pub trait HostSink {
+    fn set_host(&mut self, _host: u32) {}
 }
 
-/// The command `args` (name first) runs, or why the line is refused: a name no Redis command has, or fewer
-/// arguments than it takes.
-fn command_of(args: &[&[u8]]) -> Result<commands::CommandInfo, String> {
-    let name = args[0].to_ascii_uppercase();
-    let Some(info) = commands::lookup(&name) else {
-        return Err(format!("unknown command {:?}", printable(args[0])));
-    };
-    if args.len() - 1 < info.min_args {
-        return Err(format!("{} needs at least {} arguments, got {}", printable(&name), info.min_args, args.len() - 1));
+impl HostSink for EventSink<'_> {
+    fn set_host(&mut self, host: u32) {
+        self.host = Some(host);
     }
-    Ok(info)
 }
 
-/// One MONITOR line read exactly as `TextReader` reads it (parse.py's MONITOR reader uses this, so that both
-/// commands accept and refuse the same lines with the same words): its time, its client, its arguments
-/// (name first, unescaped). None for a blank line. The `OK` a session starts with is the caller's to skip.
-pub fn monitor_line(line: &[u8]) -> Result<Option<(i64, Vec<u8>, Vec<Vec<u8>>)>, String> {
-    let line = line.trim_ascii();
-    if line.is_empty() {
-        return Ok(None);
+fn count_other(other: &mut BTreeMap<String, u64>, name: &[u8]) {
+    let name = String::from_utf8_lossy(name);
+    match other.get_mut(name.as_ref()) {
+        Some(n) => *n += 1,
+        None => {
+            other.insert(name.into_owned(), 1);
+        }
     }
-    if line.contains(&0) {
-        return Err("binary data (NUL byte): not a text trace".into());
-    }
-    let (ts, client, args_at) = monitor_head(line)?;
-    let body = &line[args_at..];
-    if body.trim_ascii().is_empty() {
-        return Err("monitor line without a command".into());
-    }
-    let (mut spans, mut scratch) = (Vec::new(), Vec::new());
-    split_args(body, &mut spans, &mut scratch)?;
-    let args: Vec<&[u8]> = spans.iter().map(|s| s.get(body, &scratch)).collect();
-    command_of(&args)?;
-    Ok(Some((ts, line[client].to_vec(), args.into_iter().map(<[u8]>::to_vec).collect())))
 }
 
-const MONITOR_SHAPE: &str =
-    "not a MONITOR line (expected `<unix time> [<db> <client>] \"CMD\" \"arg\" ...`)";
+/// The index of a client host, numbered as first seen.
+fn host_id(hosts: &mut Vec<String>, ids: &mut HashMap<Vec<u8>, u32>, host: &[u8]) -> u32 {
+    if let Some(&id) = ids.get(host) {
+        return id;
+    }
+    let id = hosts.len() as u32;
+    hosts.push(String::from_utf8_lossy(host).into_owned());
+    ids.insert(host.to_vec(), id);
+    id
+}
+
+pub(crate) fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
+    match e {
+        LineError::Io(e) => TraceError::at(path, line_no + 1, format!("read failed: {e}")),
+        LineError::TooLong => {
+            TraceError::at(path, line_no, format!("line longer than {} MiB: not a text trace", MAX_LINE_BYTES >> 20))
+        }
+        LineError::Nul => TraceError::at(path, line_no, "binary data (NUL byte): not a text trace"),
+    }
+}
 
 /// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
-fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch) -> Result<(), String> {
+/// The command's argument count is one `CommandInfo::accepts`. A key is hashed once for all its fields.
+fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch) {
+    let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), None, g, req);
     match shape {
-        Shape::Key | Shape::KeyThenArgs => batch.push(op, args[0], None, g, req),
-        Shape::Keys => args.iter().for_each(|k| batch.push(op, k, None, g, req)),
-        Shape::KeyValuePairs => {
-            if args.len() % 2 != 0 {
-                return Err("expected key value pairs".into());
-            }
-            args.iter().step_by(2).for_each(|k| batch.push(op, k, None, g, req));
+        Shape::Key | Shape::KeyThenArgs => key(batch, args[0]),
+        Shape::Keys => args.iter().for_each(|k| key(batch, k)),
+        Shape::KeyValuePairs => args.iter().step_by(2).for_each(|k| key(batch, k)),
+        Shape::KeyFields | Shape::KeyFieldValuePairs | Shape::KeyFieldArg => {
+            let entity = key_hash(args[0]);
+            let fields = match shape {
+                Shape::KeyFields => &args[1..],
+                Shape::KeyFieldArg => &args[1..2],
+                _ => &args[1..],
+            };
+            let step = if shape == Shape::KeyFieldValuePairs { 2 } else { 1 };
+            fields.iter().step_by(step).for_each(|f| batch.push(op, args[0], entity, Some(f), g, req));
         }
-        Shape::KeyFields => args[1..].iter().for_each(|f| batch.push(op, args[0], Some(f), g, req)),
-        Shape::KeyFieldValuePairs => {
-            if args.len() % 2 != 1 {
-                return Err("expected a key then field value pairs".into());
-            }
-            args[1..].iter().step_by(2).for_each(|f| batch.push(op, args[0], Some(f), g, req));
-        }
-        Shape::KeyFieldArg => batch.push(op, args[0], Some(args[1]), g, req),
         Shape::NoKeys => {}
-    }
-    Ok(())
-}
-
-/// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch; None when it is not
-/// a time, or one past what nanoseconds in an i64 reach (2262-04-11).
-pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
-    if !looks_like_epoch(s) {
-        return None;
-    }
-    let (secs, frac) = s.split_at(s.iter().position(|&c| c == b'.').unwrap_or(s.len()));
-    let frac = frac.get(1..).unwrap_or_default();
-    let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
-    let frac_ns = digits(frac) * 10i64.pow(9 - frac.len() as u32);
-    digits(secs).checked_mul(1_000_000_000)?.checked_add(frac_ns)
-}
-
-/// Whether `s` is written as a unix time (up to 11 digits of seconds, up to 9 of fraction), whatever its value.
-pub fn looks_like_epoch(s: &[u8]) -> bool {
-    let (secs, frac) = match s.iter().position(|&c| c == b'.') {
-        Some(dot) => (&s[..dot], &s[dot + 1..]),
-        None => (s, &b""[..]),
-    };
-    !secs.is_empty() && secs.len() <= 11 && frac.len() <= 9 && secs.iter().chain(frac).all(u8::is_ascii_digit)
-}
-
-/// Shows a trace's bytes in an error message without letting control characters through.
-fn printable(bytes: &[u8]) -> String {
-    let s: String = String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if bytes.len() > 40 {
-        s + "..."
-    } else {
-        s
     }
 }
 
@@ -425,7 +429,7 @@ mod tests {
         let (mut keys, mut ts) = (Vec::new(), Vec::new());
         for b in batches {
             for i in 0..b.len() {
-                if b.ops[i] == OP_READ {
+                if b.ops.get(i).is_none_or(|&op| op == OP_READ) {
                     keys.push(b.keys[i]);
                     if !b.ts_ns.is_empty() {
                         ts.push(b.ts_ns[i]);
@@ -502,15 +506,7 @@ mod tests {
     }
 
     #[test]
-    fn epoch_parsing() {
-        assert_eq!(parse_epoch_ns(b"1.000000001"), Some(1_000_000_001));
-        assert_eq!(parse_epoch_ns(b"12"), Some(12_000_000_000));
-        assert_eq!(parse_epoch_ns(b"1.0000000001"), None);
-        assert_eq!(parse_epoch_ns(b"x.1"), None);
-        assert_eq!(parse_epoch_ns(b"9223372036.854775807"), Some(i64::MAX));
-        assert_eq!(parse_epoch_ns(b"9223372036.854775808"), None);
-        assert_eq!(parse_epoch_ns(b"99999999999"), None);
-        assert!(looks_like_epoch(b"99999999999.5"));
+    fn a_time_past_2262_is_refused() {
         let err = read("99999999999.000001 [0 1.2.3.4:5] \"GET\" \"a\"\n", TextFormat::Monitor).unwrap_err();
         assert_eq!(err.line, Some(1));
         assert!(err.message.contains("2262"), "{}", err.message);

@@ -1,7 +1,7 @@
 //! Telling the text formats apart from the first lines of a file.
 
 use super::commands;
-use super::reader::looks_like_epoch;
+use super::line::looks_like_epoch;
 use super::tokenize::split_args;
 use super::TextFormat;
 

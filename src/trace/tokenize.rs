@@ -2,8 +2,9 @@
 //! with the escapes Redis uses when it prints a value (`\"`, `\\`, `\n`, `\r`, `\t`, `\a`, `\b`, `\xHH`),
 //! as in MONITOR output and redis-cli input.
 
-/// Splits `line` into `out` (cleared first). Quoted arguments are unescaped into `scratch`, so bare words
-/// stay zero-copy; `out` holds (start, end, in_scratch) spans.
+/// Splits `line` into `out` (cleared first). Bare words, and quoted arguments without escapes (nearly all),
+/// stay zero-copy; quoted arguments with escapes are unescaped into `scratch`. `out` holds (start, end,
+/// in_scratch) spans.
 pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Result<(), String> {
     out.clear();
     scratch.clear();
@@ -13,9 +14,18 @@ pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Re
         if c.is_ascii_whitespace() {
             i += 1;
         } else if c == b'"' {
-            let start = scratch.len();
-            i = unquote(line, i + 1, scratch)?;
-            out.push(Span { start, end: scratch.len(), quoted: true });
+            let body = i + 1;
+            match memchr::memchr2(b'"', b'\\', &line[body..]) {
+                Some(k) if line[body + k] == b'"' => {
+                    i = after_closing_quote(line, body + k + 1)?;
+                    out.push(Span { start: body, end: body + k, quoted: false });
+                }
+                _ => {
+                    let start = scratch.len();
+                    i = unquote(line, body, scratch)?;
+                    out.push(Span { start, end: scratch.len(), quoted: true });
+                }
+            }
         } else {
             let start = i;
             while i < line.len() && !line[i].is_ascii_whitespace() {
@@ -25,6 +35,16 @@ pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Re
         }
     }
     Ok(())
+}
+
+/// `i` is just after a closing quote, which must be followed by whitespace or the end of the line.
+#[inline]
+fn after_closing_quote(line: &[u8], i: usize) -> Result<usize, String> {
+    match line.get(i) {
+        None => Ok(i),
+        Some(c) if c.is_ascii_whitespace() => Ok(i),
+        Some(_) => Err("closing quote must be followed by a space".into()),
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -54,13 +74,7 @@ fn unquote(line: &[u8], mut i: usize, out: &mut Vec<u8>) -> Result<usize, String
         };
         i += 1;
         match c {
-            b'"' => {
-                return match line.get(i) {
-                    None => Ok(i),
-                    Some(c) if c.is_ascii_whitespace() => Ok(i),
-                    Some(_) => Err("closing quote must be followed by a space".into()),
-                };
-            }
+            b'"' => return after_closing_quote(line, i),
             b'\\' => {
                 let Some(&e) = line.get(i) else {
                     return Err("unterminated quoted argument".into());
@@ -100,6 +114,16 @@ mod tests {
     fn bare_and_quoted() {
         let got = split(r#"HMGET  "st 1" f\x41 "a\"b\x41\\""#).unwrap();
         assert_eq!(got, vec![b"HMGET".to_vec(), b"st 1".to_vec(), b"f\\x41".to_vec(), b"a\"bA\\".to_vec()]);
+    }
+
+    #[test]
+    fn quoted_without_escapes_is_not_copied() {
+        let line = br#""HMGET" "st 1" "" x"#;
+        let (mut spans, mut scratch) = (Vec::new(), Vec::new());
+        split_args(line, &mut spans, &mut scratch).unwrap();
+        let got: Vec<&[u8]> = spans.iter().map(|s| s.get(line, &scratch)).collect();
+        assert_eq!(got, [&b"HMGET"[..], b"st 1", b"", b"x"]);
+        assert!(scratch.is_empty());
     }
 
     #[test]

@@ -1,0 +1,163 @@
+"""Text trace readers, side by side: each text format (keys, commands, monitor) read by this checkout's reader
+and by a reader built before it (`--before DIR`, a checkout with its extension built: the anchor, measured in
+the same run), in MB/s; and the whole command `simulate.py KEYS.txt --lru C` against libcachesim reading the
+same text file (`TraceReader(PLAIN_TXT_TRACE)` + `LRU.process_trace`), with equal hits asserted.
+
+Every contender is a fresh interpreter; best of `--repeat`, runs interleaved so that load from elsewhere falls
+on all of them. The inputs are made once from common.py's Zipf stream and cached under bench/data/:
+`keys` (one id a line, the stream itself), `commands` (`HMGET st_<id> f1 f2 f3 f4`, four lookups a line, with
+an `HSET` every 50 lines) and `monitor` (the same commands as `redis-cli MONITOR` prints them).
+"""
+import argparse, json, os, subprocess, sys, time
+from pathlib import Path
+
+import numpy as np
+
+from common import HERE, add_common_options, machine, machine_line, rel, stream_files
+
+REPO = HERE.parent
+FIELDS = ("2496559762", "1170383926", "3344556677", "90210")
+
+
+def text_files(a):
+    """(keys, commands, monitor) text traces of the stream, written once."""
+    npy, _ = stream_files(a, oracle=False)
+    stem = npy.with_suffix("")
+    paths = {"keys": Path(f"{stem}.keys.txt"), "commands": Path(f"{stem}.commands.txt"),
+             "monitor": Path(f"{stem}.monitor")}
+    if all(p.exists() for p in paths.values()):
+        return paths
+    keys = np.load(npy)
+    if not paths["keys"].exists():
+        np.savetxt(paths["keys"], keys, fmt="%d")
+    entities = keys[: len(keys) // 4]  # four lookups a line: as many lookups as the keys file
+    rng = np.random.default_rng(a.seed)
+    clients = [f"10.0.0.{i}:{5000 + i}" for i in range(3)]
+    with open(paths["commands"], "w") as cmds, open(paths["monitor"], "w") as mon:
+        mon.write("OK\n")
+        fields = " ".join(FIELDS)
+        quoted = " ".join(f'"{f}"' for f in FIELDS)
+        for i, e in enumerate(entities.tolist()):
+            ts = 1_700_000_000 + i / 1e4
+            client = clients[int(rng.integers(3))]
+            if i % 50 == 49:
+                cmds.write(f"HSET st_{e} {FIELDS[0]} v\n")
+                mon.write(f'{ts:.6f} [0 {client}] "HSET" "st_{e}" "{FIELDS[0]}" "v"\n')
+            cmds.write(f"HMGET st_{e} {fields}\n")
+            mon.write(f'{ts:.6f} [0 {client}] "HMGET" "st_{e}" {quoted}\n')
+    return paths
+
+
+def worker(a):
+    """One timed contender; prints its measures as JSON on stdout."""
+    if a.worker == "libcachesim":
+        import libcachesim
+
+        t = time.perf_counter()
+        reader = libcachesim.TraceReader(a.path, libcachesim.TraceType.PLAIN_TXT_TRACE)
+        miss_ratio = libcachesim.LRU(cache_size=a.capacity).process_trace(reader)[0]
+        n = sum(1 for _ in open(a.path, "rb"))
+        print(json.dumps({"seconds": time.perf_counter() - t, "hits": round((1 - miss_ratio) * n)}))
+        return
+    sys.path.insert(0, a.checkout)
+    import cachescope
+
+    t = time.perf_counter()
+    lookups = 0
+    for batch in cachescope.open_trace(a.path).batches():
+        lookups += len(batch["keys"])
+    print(json.dumps({"seconds": time.perf_counter() - t, "events": lookups}))
+
+
+def timed(cmd, cwd=REPO):
+    t = time.perf_counter()
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    if out.returncode != 0:
+        raise SystemExit(f"\n!!! {' '.join(map(str, cmd))} failed:\n{out.stderr}")
+    return seconds, out.stdout
+
+
+def read_job(a, checkout, path):
+    def run():
+        _, out = timed([sys.executable, __file__, "--worker", "read", "--checkout", str(checkout), "--path",
+                        str(path)], cwd=checkout)
+        return json.loads(out)
+    return run
+
+
+def simulate_job(a, checkout, path):
+    def run():
+        seconds, out = timed([sys.executable, "simulate.py", str(path), "--lru", str(a.capacity), "--json",
+                              "--no-progress"], cwd=checkout)
+        return {"seconds": seconds, "hits": json.loads(out)["results"][0]["hits"]}
+    return run
+
+
+def libcachesim_job(a, path):
+    def run():
+        t = time.perf_counter()
+        _, out = timed([sys.executable, __file__, "--worker", "libcachesim", "--path", str(path), "--capacity",
+                        str(a.capacity)])
+        return {**json.loads(out), "seconds": time.perf_counter() - t}
+    return run
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_options(p)
+    p.add_argument("--before", default=os.environ.get("CACHESCOPE_BEFORE"),
+                   help="a checkout of cachescope with its extension built, whose readers are the anchor")
+    p.add_argument("--formats", default="keys,commands,monitor")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--checkout", help=argparse.SUPPRESS)
+    p.add_argument("--path", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.worker:
+        return worker(a)
+    if not a.before:
+        raise SystemExit("--before DIR: a checkout built before the change (the anchor of the MB/s ratio)")
+    files = text_files(a)
+    checkouts = {"before": Path(a.before), "now": REPO}
+    jobs = {}
+    for fmt in a.formats.split(","):
+        for name, checkout in checkouts.items():
+            jobs[(fmt, name)] = read_job(a, checkout, files[fmt])
+    for name, checkout in checkouts.items():
+        jobs[("simulate", name)] = simulate_job(a, checkout, files["keys"])
+    jobs[("simulate", "libcachesim")] = libcachesim_job(a, files["keys"])
+    runs = {k: [] for k in jobs}
+    for _ in range(a.repeat):
+        for k, job in jobs.items():
+            runs[k].append(job())
+    best = {k: min(r, key=lambda x: x["seconds"]) for k, r in runs.items()}
+    print(machine_line(machine(), "libcachesim"))
+    print(f"{'format':<10} {'MB':>8} {'before MB/s':>12} {'now MB/s':>10} {'now is':>8}   (best of {a.repeat})")
+    results = {}
+    for fmt in a.formats.split(","):
+        mb = files[fmt].stat().st_size / 1e6
+        b, n = best[(fmt, "before")], best[(fmt, "now")]
+        if b["events"] != n["events"]:
+            raise SystemExit(f"!!! {fmt}: {b['events']} events before, {n['events']} now")
+        ratio = b["seconds"] / n["seconds"]
+        results[fmt] = {"mb": mb, "before_mb_s": mb / b["seconds"], "now_mb_s": mb / n["seconds"], "ratio": ratio,
+                        "events": n["events"]}
+        print(f"{fmt:<10} {mb:>8.0f} {mb / b['seconds']:>12.0f} {mb / n['seconds']:>10.0f} {ratio:>7.1f}x"
+              f"   target 5x: {'PASS' if ratio >= 5 else 'FAIL'}")
+    hits = {k[1]: v["hits"] for k, v in best.items() if k[0] == "simulate"}
+    agree = len(set(hits.values())) == 1
+    lib, now, before = (best[("simulate", k)]["seconds"] for k in ("libcachesim", "now", "before"))
+    print(f"\nsimulate.py {rel(files['keys'])} --lru {a.capacity} (whole processes): now {now:.2f} s, before "
+          f"{before:.2f} s, libcachesim {lib:.2f} s -> {lib / now:.2f}x libcachesim "
+          f"(target 3x: {'PASS' if lib / now >= 3 and agree else 'FAIL'}); hits {hits}"
+          + ("" if agree else "  HIT COUNTS DISAGREE"))
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / "text_readers.json").write_text(json.dumps({
+        "machine": machine(), "formats": results, "simulate": {k[1]: v for k, v in best.items() if k[0] == "simulate"},
+        "hits_agree": agree}, indent=2))
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

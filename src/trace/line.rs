@@ -1,0 +1,249 @@
+//! One line of a text trace read into the command it holds, checked against the command table the capture
+//! path uses (`commands::lookup`, `CommandInfo::accepts`): what every reader of a text trace (events for
+//! the simulation, rows for parse.py and the Python API) is made from, so they accept and refuse the same
+//! lines with the same words.
+
+use super::commands::{self, CommandInfo};
+use super::tokenize::{split_args, Span};
+use super::TextFormat;
+
+/// A command read from a line. The slices borrow the line and the parser's scratch space.
+pub struct TextCommand<'a> {
+    /// The MONITOR line's time, ns since the epoch; None for formats without a clock.
+    pub ts: Option<i64>,
+    /// The MONITOR line's client address (`10.1.2.3:51234`, `lua`, `unix:/tmp/redis.sock`), its db left out.
+    pub client: Option<&'a [u8]>,
+    /// The command's name in upper case (`GET` for a line of the keys format).
+    pub name: &'a [u8],
+    pub info: CommandInfo,
+    /// The arguments after the name, unescaped.
+    pub args: &'a [&'a [u8]],
+}
+
+/// Arguments kept on the stack: a line with more goes through a Vec.
+const INLINE_ARGS: usize = 32;
+/// Command names longer than this are no Redis command's.
+const MAX_NAME: usize = 24;
+
+pub struct LineParser {
+    format: TextFormat,
+    spans: Vec<Span>,
+    scratch: Vec<u8>,
+    get: CommandInfo,
+}
+
+impl LineParser {
+    pub fn new(format: TextFormat) -> LineParser {
+        let get = commands::lookup(b"GET").expect("GET is in the command table");
+        LineParser { format, spans: Vec::new(), scratch: Vec::new(), get }
+    }
+
+    /// Reads `line` (without its line ending, and without NUL bytes: `Lines` refuses those) and hands its
+    /// command to `f`; Ok(false) for a line that holds none (blank, or the `OK` a MONITOR session starts with
+    /// when `first`), Err with why it is refused.
+    #[inline]
+    pub fn parse(&mut self, line: &[u8], first: bool, f: impl FnOnce(&TextCommand)) -> Result<bool, String> {
+        match self.format {
+            TextFormat::Keys => {
+                let key = line.trim_ascii();
+                if key.is_empty() {
+                    return Ok(false);
+                }
+                f(&TextCommand { ts: None, client: None, name: b"GET", info: self.get, args: &[key] });
+                Ok(true)
+            }
+            TextFormat::Commands => self.command(line, None, None, f),
+            TextFormat::Monitor => {
+                let line = line.trim_ascii();
+                if line.is_empty() || (first && line == b"OK") {
+                    return Ok(false);
+                }
+                let (ts, client, args_at) = monitor_head(line)?;
+                let body = &line[args_at..];
+                if body.trim_ascii().is_empty() {
+                    return Err("monitor line without a command".into());
+                }
+                self.command(body, Some(ts), Some(client_address(&line[client])), f)
+            }
+        }
+    }
+
+    fn command(
+        &mut self,
+        body: &[u8],
+        ts: Option<i64>,
+        client: Option<&[u8]>,
+        f: impl FnOnce(&TextCommand),
+    ) -> Result<bool, String> {
+        split_args(body, &mut self.spans, &mut self.scratch)?;
+        let Some(first) = self.spans.first() else { return Ok(false) };
+        let raw_name = first.get(body, &self.scratch);
+        let mut upper = [0u8; MAX_NAME];
+        let name = match upper.get_mut(..raw_name.len()) {
+            Some(out) => {
+                out.copy_from_slice(raw_name);
+                out.make_ascii_uppercase();
+                &*out
+            }
+            None => return Err(format!("unknown command {:?}", printable(raw_name))),
+        };
+        let Some(info) = commands::lookup(name) else {
+            return Err(format!("unknown command {:?}", printable(raw_name)));
+        };
+        let n = self.spans.len() - 1;
+        if !info.accepts(n) {
+            return Err(arity_error(name, &info, n));
+        }
+        let (spans, scratch) = (&self.spans[1..], &self.scratch);
+        let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+        let spilled: Vec<&[u8]>;
+        let args: &[&[u8]] = if n <= INLINE_ARGS {
+            for (slot, s) in inline.iter_mut().zip(spans) {
+                *slot = s.get(body, scratch);
+            }
+            &inline[..n]
+        } else {
+            spilled = spans.iter().map(|s| s.get(body, scratch)).collect();
+            &spilled
+        };
+        f(&TextCommand { ts, client, name, info, args });
+        Ok(true)
+    }
+}
+
+/// Why Redis would refuse `n` arguments after `name` (it runs no such command, so no trace holds one).
+fn arity_error(name: &[u8], info: &CommandInfo, n: usize) -> String {
+    let name = printable(name);
+    let arguments = |n: usize| if n == 1 { "argument" } else { "arguments" };
+    if n < info.min_args {
+        format!("{name} needs at least {} {}, got {n}", info.min_args, arguments(info.min_args))
+    } else if n > info.max_args {
+        format!("{name} takes at most {} {}, got {n}", info.max_args, arguments(info.max_args))
+    } else if info.shape == commands::Shape::KeyValuePairs {
+        "expected key value pairs".into()
+    } else {
+        "expected a key then field value pairs".into()
+    }
+}
+
+/// `0 10.1.2.3:51234` (MONITOR's `[<db> <client>]`, brackets removed) -> `10.1.2.3:51234`.
+fn client_address(bracket: &[u8]) -> &[u8] {
+    memchr::memchr(b' ', bracket).map_or(bracket, |sp| &bracket[sp + 1..])
+}
+
+/// A client address without its port: a service host opens many connections, from many ports.
+pub fn client_host(addr: &[u8]) -> &[u8] {
+    match memchr::memrchr(b':', addr) {
+        Some(colon) if colon + 1 < addr.len() && addr[colon + 1..].iter().all(u8::is_ascii_digit) => &addr[..colon],
+        _ => addr,
+    }
+}
+
+/// A MONITOR line's time, where its client's name is, and where its arguments begin; `line` is trimmed.
+fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), String> {
+    let space = memchr::memchr(b' ', line).ok_or(MONITOR_SHAPE)?;
+    let stamp = &line[..space];
+    let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
+        // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
+        true => format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp)),
+        false => MONITOR_SHAPE.to_string(),
+    })?;
+    let rest = &line[space + 1..];
+    if rest.first() != Some(&b'[') {
+        return Err(MONITOR_SHAPE.into());
+    }
+    let close = memchr::memchr(b']', rest).ok_or(MONITOR_SHAPE)?;
+    let at = line.len() - rest.len();
+    Ok((ts, at + 1..at + close, at + close + 1))
+}
+
+const MONITOR_SHAPE: &str =
+    "not a MONITOR line (expected `<unix time> [<db> <client>] \"CMD\" \"arg\" ...`)";
+
+/// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch; None when it is not
+/// a time, or one past what nanoseconds in an i64 reach (2262-04-11).
+pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
+    if !looks_like_epoch(s) {
+        return None;
+    }
+    let (secs, frac) = s.split_at(s.iter().position(|&c| c == b'.').unwrap_or(s.len()));
+    let frac = frac.get(1..).unwrap_or_default();
+    let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
+    let frac_ns = digits(frac) * 10i64.pow(9 - frac.len() as u32);
+    digits(secs).checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+/// Whether `s` is written as a unix time (up to 11 digits of seconds, up to 9 of fraction), whatever its value.
+pub fn looks_like_epoch(s: &[u8]) -> bool {
+    let (secs, frac) = match s.iter().position(|&c| c == b'.') {
+        Some(dot) => (&s[..dot], &s[dot + 1..]),
+        None => (s, &b""[..]),
+    };
+    !secs.is_empty() && secs.len() <= 11 && frac.len() <= 9 && secs.iter().chain(frac).all(u8::is_ascii_digit)
+}
+
+/// Shows a trace's bytes in an error message without letting control characters through.
+pub fn printable(bytes: &[u8]) -> String {
+    let s: String = String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if bytes.len() > 40 {
+        s + "..."
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(format: TextFormat, line: &str) -> Result<Option<(Vec<u8>, Vec<Vec<u8>>)>, String> {
+        let mut p = LineParser::new(format);
+        let mut got = None;
+        p.parse(line.as_bytes(), true, |c| got = Some((c.name.to_vec(), c.args.iter().map(|a| a.to_vec()).collect())))?;
+        Ok(got)
+    }
+
+    /// `GET a b` is no command Redis runs: refused, as every other count Redis refuses.
+    #[test]
+    fn argument_counts_redis_refuses_are_refused() {
+        assert!(read(TextFormat::Commands, "GET a b").unwrap_err().contains("GET takes at most 1 argument, got 2"));
+        assert!(read(TextFormat::Commands, "HMGET a").unwrap_err().contains("HMGET needs at least 2 arguments"));
+        assert_eq!(read(TextFormat::Commands, "HSET h f v g").unwrap_err(), "expected a key then field value pairs");
+        assert_eq!(read(TextFormat::Commands, "MSET a 1 b").unwrap_err(), "expected key value pairs");
+        assert_eq!(read(TextFormat::Commands, "get a").unwrap().unwrap().0, b"GET");
+    }
+
+    #[test]
+    fn monitor_lines() {
+        let got = read(TextFormat::Monitor, r#"1700000000.5 [0 10.0.0.1:5000] "HMGET" "st 1" f"#).unwrap().unwrap();
+        assert_eq!(got, (b"HMGET".to_vec(), vec![b"st 1".to_vec(), b"f".to_vec()]));
+        assert_eq!(read(TextFormat::Monitor, "OK").unwrap(), None);
+        assert!(read(TextFormat::Monitor, "1700000000.5 [0 10.0.0.1:5000]").unwrap_err().contains("without a command"));
+        assert_eq!(client_host(b"10.0.0.1:5000"), b"10.0.0.1");
+        assert_eq!(client_host(b"lua"), b"lua");
+        assert_eq!(client_address(b"0 10.0.0.1:5000"), b"10.0.0.1:5000");
+    }
+
+    #[test]
+    fn many_arguments_and_long_names() {
+        let fields: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let got = read(TextFormat::Commands, &format!("HMGET k {}", fields.join(" "))).unwrap().unwrap();
+        assert_eq!(got.1.len(), 101);
+        assert!(read(TextFormat::Commands, &"X".repeat(100)).unwrap_err().contains("unknown command"));
+    }
+
+    #[test]
+    fn epoch_parsing() {
+        assert_eq!(parse_epoch_ns(b"1.000000001"), Some(1_000_000_001));
+        assert_eq!(parse_epoch_ns(b"12"), Some(12_000_000_000));
+        assert_eq!(parse_epoch_ns(b"1.0000000001"), None);
+        assert_eq!(parse_epoch_ns(b"x.1"), None);
+        assert_eq!(parse_epoch_ns(b"9223372036.854775807"), Some(i64::MAX));
+        assert_eq!(parse_epoch_ns(b"9223372036.854775808"), None);
+        assert_eq!(parse_epoch_ns(b"99999999999"), None);
+        assert!(looks_like_epoch(b"99999999999.5"));
+    }
+}
