@@ -3,12 +3,11 @@
 The simulation reads hashes (a reader holds no key text); the report's anatomy needs the text of two things
 only: a key's prefix (its entity type, `st_`, `cx_`) and a field's id (to name the feature). So the report
 reads the trace a second time, as rows of the trace schema: a capture through the parser, a Parquet trace
-column by column, a MONITOR log through parse.py's reader, a commands or keys text by splitting its lines.
+column by column, a text trace (MONITOR, commands, keys) through the one reader of its format.
 Values are never read: only the names of commands, keys, fields, sizes and times."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Iterator
 
 import numpy as np
@@ -29,12 +28,10 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
         pf = pq.ParquetFile(path)
         names = [c for c in COLUMNS if c in pf.schema_arrow.names]
         yield from (_arrow_columns(rb) for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=names))
-    elif fmt == "monitor":
-        from cachescope.parse.monitor_log import MonitorRows
-
-        yield from (_arrow_columns(rb) for rb in MonitorRows(path).record_batches())
     else:
-        yield from _text_columns(path, fmt)
+        from cachescope.parse.text_source import TextRows
+
+        yield from (_arrow_columns(rb) for rb in TextRows(path, fmt).record_batches(BATCH_ROWS))
 
 
 def _arrow_columns(rb) -> dict:
@@ -47,6 +44,8 @@ def _arrow_columns(rb) -> dict:
         if name not in rb.schema.names:
             continue
         column = rb.column(name)
+        if name == "ts_ns" and column.null_count:
+            continue  # a text trace without a clock (commands, keys)
         if pa.types.is_dictionary(column.type):
             values = np.asarray(column.dictionary.to_pylist() + [None], dtype=object)
             index = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
@@ -60,38 +59,3 @@ def _arrow_columns(rb) -> dict:
         kinds, index = np.unique(out["op"].astype(str), return_inverse=True)
         out["op"] = np.array([codes.get(k, 3) for k in kinds], dtype=np.int8)[index]
     return out
-
-
-def _text_columns(path: str, fmt: str) -> Iterator[dict]:
-    """A commands trace split as its reader splits it (double-quoted arguments), through the MONITOR reader's
-    command table; a keys trace is one lookup a line."""
-    from cachescope.parse.monitor_log import MonitorRows
-
-    table = MonitorRows.__new__(MonitorRows)
-    table.stats = {"rows": 0, "other_commands": {}}
-    rows: list[tuple] = []
-    with open(path, "rb") as f:
-        for req, line in enumerate(f):
-            text = line.decode("utf-8", "surrogateescape").strip()
-            if not text:
-                continue
-            if fmt == "keys":
-                rows.append((req, 0, "GET", text, None))
-            else:
-                try:
-                    args = [a.encode("utf-8", "surrogateescape") for a in shlex.split(text, posix=True)]
-                except ValueError:
-                    args = [a.encode("utf-8", "surrogateescape") for a in text.split()]
-                rows.extend((req, op, cmd, k, f_) for _, _, req, op, cmd, k, f_, _ in table._rows(0, 0, req, args))
-            if len(rows) >= BATCH_ROWS:
-                yield _columns_of(rows)
-                rows = []
-    if rows:
-        yield _columns_of(rows)
-
-
-def _columns_of(rows: list[tuple]) -> dict:
-    req, op, cmd, key, field = zip(*rows)
-    return {"req": np.array(req, dtype=np.int64), "op": np.array(op, dtype=np.int8),
-            "cmd": np.array(cmd, dtype=object), "key": np.array(key, dtype=object),
-            "field": np.array(field, dtype=object)}

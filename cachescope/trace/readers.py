@@ -172,18 +172,7 @@ class TraceSource:
                 reader.set_key_pattern(self.key_pattern)
             except ValueError as e:
                 raise UsageError(str(e)) from None
-        while True:
-            try:
-                batch = reader.next_batch(batch_events)
-            except _native.NativeTraceError as e:
-                raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
-            self._bytes_read = reader.bytes_read
-            for k, v in reader.stats().items():
-                setattr(self.info, k, v)
-            if batch is None:
-                # What parse.py reports of this input, for simulate.py to report it the same way.
-                self.capture_stats = reader.input_stats()
-                return
+        for batch in self._native_batches(reader, batch_events):
             if self.want_clients and "clients" in batch:
                 # The reader numbers its hosts as they first come, as ClientHosts does.
                 for host in reader.hosts()[len(self.hosts):]:
@@ -197,6 +186,22 @@ class TraceSource:
                 batch.pop("ops", None)
                 batch.pop("reqs", None)
             yield batch
+        # What parse.py reports of this input, for simulate.py to report it the same way.
+        self.capture_stats = reader.input_stats()
+
+    def _native_batches(self, reader, batch_events: int) -> Iterator[Batch]:
+        """A native reader's batches, its counters copied into `info` after each."""
+        while True:
+            try:
+                batch = reader.next_batch(batch_events)
+            except _native.NativeTraceError as e:
+                raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
+            self._bytes_read = reader.bytes_read
+            for k, v in reader.stats().items():
+                setattr(self.info, k, v)
+            if batch is None:
+                return
+            yield batch
 
     def _object_batches(self, batch_events: int) -> Iterator[Batch]:
         if self.key_pattern is not None or self.want_clients:
@@ -208,16 +213,7 @@ class TraceSource:
             raise UsageError(f"{self.path}: {e}") from None
         except OSError as e:
             raise TraceFormatError(str(e)) from None
-        while True:
-            try:
-                batch = reader.next_batch(batch_events)
-            except _native.NativeTraceError as e:
-                raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
-            self._bytes_read = reader.bytes_read
-            for k, v in reader.stats().items():
-                setattr(self.info, k, v)
-            if batch is None:
-                return
+        for batch in self._native_batches(reader, batch_events):
             batch.pop("next_access", None)
             if not (batch["ops"] != 0).any():
                 # All reads, each a request of its own: the simulation's plain path, as for a keys trace.
