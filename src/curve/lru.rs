@@ -1,8 +1,9 @@
 //! The exact LRU curve over a stream of events: every lookup's stack depth, counted in the bucket of the
 //! smallest capacity it fits, so that the hits at capacity `c[i]` are the sum of buckets `0..=i`. The same
 //! for bytes hit, for commands served whole (a command is served at C when its deepest lookup fits C), for
-//! round trips saved (likewise, over every lookup of a batch: `RoundTrips`), and per timeline window (the capacity x time heatmap). Memory: the stack (a few words per unique key) plus
-//! one bucket per capacity and window.
+//! round trips saved (likewise, over every lookup of a batch: `RoundTrips`), and per timeline window (the
+//! capacity x time heatmap). Memory: the stack (a few words per unique key) plus one bucket per capacity and
+//! window.
 
 use super::stack::Stack;
 use super::walk::{walk, Observer};
