@@ -123,18 +123,23 @@ def test_bad_feature_names_is_one_line(tmp_path):
 
 
 def test_fleet_section_tolerates_round_trips_or_their_absence():
-    """Results may or may not count batches (`round_trips`): the fleet table shows the column only when they do."""
+    """A trace may or may not know its batches: without, each command is a round trip (`round_trips` equals
+    `commands`), and the fleet table shows round trips saved only when they differ."""
     from types import SimpleNamespace
 
     from cachescope.report.sections import fleet_section
 
     row = {"policy": "lru", "capacity": 1000, "capacity_unit": "entries", "pods": 4, "route": "entity",
-           "hit_rate": 0.5, "round_trips_saved": 10, "pod_hit_rate_min": 0.4, "pod_hit_rate_median": 0.5,
-           "pod_hit_rate_max": 0.6, "load_imbalance": 1.2, "fleet_capacity_entries": 4000}
-    for rows, column in (([row], False), ([{**row, "round_trips": 7}], True)):
+           "hit_rate": 0.5, "commands": 40, "commands_served": 10, "command_hit_rate": 0.25, "round_trips": 40,
+           "round_trips_saved": 10, "round_trips_saved_rate": 0.25, "pod_hit_rate_min": 0.4,
+           "pod_hit_rate_median": 0.5, "pod_hit_rate_max": 0.6, "load_imbalance": 1.2,
+           "fleet_capacity_entries": 4000}
+    batched = {**row, "round_trips": 8, "round_trips_saved": 1, "round_trips_saved_rate": 0.125}
+    for rows, column in (([row], False), ([batched], True)):
         result = SimpleNamespace(summary_records=lambda rows=rows: rows)
         html = fleet_section(SimpleNamespace(result=result))
         assert ("round trips saved" in html) == column and "commands served" in html and "entity" in html
+        assert "25.0%" in html and ("12.5%" in html) == column
 
 
 def test_curves_alone_still_draw_the_hit_rate_over_time_at_the_answer(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from cachescope.report import figures
 from cachescope.report.anatomy_section import anatomy_section  # noqa: F401  (page.py takes every section here)
 from cachescope.report.context import Context
-from cachescope.report.markup import count, duration, esc, facts, is_missing, missing, pct, section, table
+from cachescope.report.markup import duration, esc, facts, is_missing, missing, pct, section, table
 from cachescope.simulate.labels import approx_count, human_bytes, label
 from cachescope.simulate.registry import POLICIES
 
@@ -188,25 +188,27 @@ def fleet_section(ctx: Context) -> str:
         return section("fleets", "Fleets: pods and routes", missing(
             "No pods were asked for: --pods 1,8 --route random,entity compares replicated and sharded fleets "
             "(capacity per pod)."))
-    # Batches (round trips of pipelines) are counted by newer results only: a column when they are.
-    batches = any("round_trips" in row for row in rows)
+    # Round trips are a column of their own only where the trace knows batches: elsewhere each command is a
+    # round trip, and the column would repeat the commands served.
+    batches = any(row.get("round_trips", row.get("commands")) != row.get("commands") for row in rows)
     cols = ["cache per pod", "pods", "route", "hit rate", "commands served"] \
         + (["round trips saved"] if batches else []) + ["pods min / median / max", "imbalance", "fleet memory"]
     cells = []
     for row in sorted(rows, key=lambda x: (x["policy"], x["capacity"], x["route"], x["pods"])):
         memory = human_bytes(row["fleet_capacity_bytes"]) if row["capacity_unit"] == "bytes" \
             else f"{approx_count(row['fleet_capacity_entries'])} entries"
-        served = row.get("round_trips_saved")
         cells.append([label(row["policy"], row["capacity"], row["capacity_unit"]), f"{row['pods']:,}",
                       row["route"] + (" (estimate)" if isinstance(row.get("estimate"), str) else ""),
-                      pct(row["hit_rate"]), "" if is_missing(served) else f"{int(served):,}"]
-                     + ([count(row.get("round_trips"))] if batches else [])
+                      pct(row["hit_rate"]), pct(row.get("command_hit_rate"))]
+                     + ([pct(row.get("round_trips_saved_rate"))] if batches else [])
                      + [f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
                         f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
     body = table(cols, cells)
     if len({row["pods"] for row in rows}) > 1 or len(rows) > 1:
         body += figures.fleets(rows)
     body += ("<p>Commands served: commands (an HMGET and all its fields) answered entirely from the pods' caches. "
+             + ("Round trips saved: batches (the commands a connection sent before waiting for replies) whose "
+                "every lookup hit, on whichever pods it reached, and that wrote nothing. " if batches else "") +
              "Replicated pods (random, round-robin) each cache what their share of the traffic brings, so the "
              "hot keys are cached in every pod; sharded pods (entity) own their entities, so the fleet's "
              "capacity adds up. Imbalance: the busiest pod's lookups over the mean.</p>")
