@@ -85,17 +85,26 @@ def feature_hash(feature: str) -> int:
 def read_allow_list(source) -> list[int]:
     """Feature names or xxHash32 ids, from a file (one a line, `#` comments) or an iterable."""
     if isinstance(source, str):
-        try:
-            with open(source, encoding="utf-8") as f:
-                lines = [line.split("#", 1)[0].strip() for line in f]
-        except UnicodeDecodeError:
-            raise UsageError(f"{source}: not a text file of feature names") from None
-        items = [line for line in lines if line]
-        if not items:
-            raise UsageError(f"{source}: the allow-list is empty")
+        items = read_feature_file(source, "the allow-list is empty")
     else:
         items = [str(i) for i in source]
     return [feature_hash(i) for i in items]
+
+
+def read_feature_file(path: str, empty: str) -> list[str]:
+    """The feature names or ids of a file, one a line, blank lines and `#` comments left out; `empty`: what to
+    say of a file that has none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            items = [line.split("#", 1)[0].strip() for line in f]
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file of feature names") from None
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}") from None
+    items = [item for item in items if item]
+    if not items:
+        raise UsageError(f"{path}: {empty}")
+    return items
 
 
 def read_refresh_schedule(source) -> list[tuple[int, int]]:
