@@ -103,6 +103,8 @@ def test_report_from_a_text_trace(traces):
     assert "no clock" in texts["timeline"] and "no clock" in texts["limits"]
     assert "No curve was asked for" in texts["sizing"]
     assert "field id" in texts["anatomy"]  # no dictionary: features by their ids
+    # Its reader's counters (lines, bytes) are shown, and its losses are not taken for a capture's none.
+    assert "not a capture" in texts["input"] and "packet losses before this trace" in texts["limits"]
 
 
 def test_report_from_python(tmp_path):

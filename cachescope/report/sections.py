@@ -86,11 +86,16 @@ def input_section(ctx: Context) -> str:
 
         lines = [input_line(r.capture_stats)] + [line.strip() for line in input_report(r.capture_stats)]
         body += "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
-    else:
+    if not _is_capture(r):  # a text trace's reader counts lines, not packets
         body += missing(f"This is a {t.format} trace, not a capture: it carries no packet counters, so losses "
                         "(gaps, retransmissions, kernel drops) cannot be told from it. parse.py's --stats-json "
                         "of the capture it came from has them.")
     return section("input", "The input", body)
+
+
+def _is_capture(r) -> bool:
+    """Whether the result's input was a capture, whose counters tell its losses (a text trace's tell lines)."""
+    return bool(r.capture_stats) and "packets" in r.capture_stats
 
 
 # --- curves and the sizing answer ------------------------------------------------------------------------
@@ -240,7 +245,7 @@ def limits_section(ctx: Context) -> str:
             items.append(f"Length: {duration(span)} of traffic against a warm-up of at most {duration(longest)}: "
                          "long enough to see the caches warm; daily cycles and rare keys of a longer day are not "
                          "in it.")
-    losses = r.capture_stats.get("gaps", 0) if r.capture_stats else None
+    losses = r.capture_stats.get("gaps", 0) if _is_capture(r) else None
     if losses is None:
         items.append("Losses: not a capture, so packet losses before this trace was made cannot be told.")
     elif losses:

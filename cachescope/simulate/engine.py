@@ -229,12 +229,11 @@ def simulate_trace(
     # A capture or text trace read here: what reading it found, for the same report parse.py gives; a merge's
     # inputs each their own.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
-    inputs = getattr(source, "sources", [source])
-    result.input_reports = [{"input": s.path, **s.capture_stats} for s in inputs if s.capture_stats]
+    sources = getattr(source, "sources", [source])
+    result.input_reports = [{"input": s.path, **s.capture_stats} for s in sources if s.capture_stats]
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     # What was asked, as the report states its assumptions (and where to read the trace again for its anatomy).
-    sources = getattr(source, "sources", [source])
     result.request = {
         "inputs": [(s.path, s.format, s.ports, s.rereadable) for s in sources],
         "writes": writes, "entry_overhead": entry_overhead, "allow_list": allow_list is not None,
