@@ -115,6 +115,17 @@ def test_report_from_python(tmp_path):
     assert "The dictionary named 1 of the" in html and "daf_st_p7d_sum_dasher_wait_cat" in html
 
 
+def test_a_merge_reports_each_input_as_parse_does(tmp_path):
+    """Several captures merged: the input section lists each capture's counters (not one line of zeros)."""
+    other = tmp_path / "host2.pcap"
+    other.write_bytes(PACED.read_bytes())
+    result = cachescope.simulate_trace([str(PACED), str(other)], ports=[16380], lru="1e4")
+    html = (open(result.report(str(tmp_path / "r.html")))).read()
+    section = re.search(r'<section id="input">(.*?)</section>', html, re.S).group(1)
+    assert section.count("1,792 packets") == 2 and "host2.pcap: 1,792 packets" in section
+    assert " 0 packets" not in section
+
+
 def test_bad_feature_names_is_one_line(tmp_path):
     bad = tmp_path / "names.txt"
     bad.write_bytes(b"\xff\xfe\x00")

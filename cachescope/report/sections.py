@@ -81,10 +81,10 @@ def input_section(ctx: Context) -> str:
         body += "<h3>Commands by type</h3>" + table(
             ["command", "commands", "share"], [(c, f"{n:,}", pct(n / total)) for c, n in a.commands_by_type.items()])
     body += "<h3>Capture counters and losses</h3>"
-    if r.capture_stats:
+    if _inputs(r):
         from cachescope.parse.report import input_line, input_report
 
-        lines = [input_line(r.capture_stats)] + [line.strip() for line in input_report(r.capture_stats)]
+        lines = [line.strip() for stats in _inputs(r) for line in [input_line(stats), *input_report(stats)]]
         body += "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
     if not _is_capture(r):  # a text trace's reader counts lines, not packets
         body += missing(f"This is a {t.format} trace, not a capture: it carries no packet counters, so losses "
@@ -93,9 +93,14 @@ def input_section(ctx: Context) -> str:
     return section("input", "The input", body)
 
 
+def _inputs(r) -> list[dict]:
+    """What reading each input found, as parse.py reports it (a merge's inputs each their own)."""
+    return r.input_reports or ([r.capture_stats] if r.capture_stats else [])
+
+
 def _is_capture(r) -> bool:
-    """Whether the result's input was a capture, whose counters tell its losses (a text trace's tell lines)."""
-    return bool(r.capture_stats) and "packets" in r.capture_stats
+    """Whether the result's inputs were captures, whose counters tell their losses (a text trace's tell lines)."""
+    return bool(_inputs(r)) and all("packets" in stats for stats in _inputs(r))
 
 
 # --- curves and the sizing answer ------------------------------------------------------------------------
@@ -245,7 +250,7 @@ def limits_section(ctx: Context) -> str:
             items.append(f"Length: {duration(span)} of traffic against a warm-up of at most {duration(longest)}: "
                          "long enough to see the caches warm; daily cycles and rare keys of a longer day are not "
                          "in it.")
-    losses = r.capture_stats.get("gaps", 0) if _is_capture(r) else None
+    losses = sum(stats.get("gaps", 0) for stats in _inputs(r)) if _is_capture(r) else None
     if losses is None:
         items.append("Losses: not a capture, so packet losses before this trace was made cannot be told.")
     elif losses:
