@@ -784,6 +784,12 @@ impl Simulation {
             .collect()
     }
 
+    /// Every single run counts its lookups and hits per field from now on: each result then has
+    /// `hits_by_field`. Before the first `feed`.
+    fn count_by_field(&mut self) {
+        self.inner.count_by_field();
+    }
+
     #[getter]
     fn lookups(&self) -> u64 {
         self.inner.lookups()
@@ -795,7 +801,9 @@ impl Simulation {
         self.inner.unique_reads()
     }
 
-    /// One dict per run: policy, capacity, resident, every counter, and the restart times applied.
+    /// One dict per run: policy, capacity, resident, every counter, the restart times applied,
+    /// `refresh_by_field` ((field hash, entries dropped, re-fetches) per refreshed field) and, after
+    /// `count_by_field`, `hits_by_field` ((field hash, lookups, hits) per field).
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.inner.runs().iter().map(|r| run_dict(py, r)).collect()
     }
@@ -835,6 +843,7 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
         ("evictions", c.evictions),
         ("invalidations", c.invalidations),
         ("refresh_evictions", c.refresh_evictions),
+        ("refresh_refetches", c.refresh_refetches),
         ("expirations", c.expirations),
         ("stale_reads", c.stale_reads),
         ("uncacheable", c.uncacheable),
@@ -843,6 +852,13 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
         d.set_item(name, value)?;
     }
     d.set_item("restart_times", r.restart_times().to_vec())?;
+    // Per field hash: (field, entries its refreshes dropped, lookups that missed because of them).
+    let refresh: Vec<(u64, u64, u64)> = r.refresh_by_field().iter().map(|(f, c)| (*f, c.dropped, c.refetched)).collect();
+    d.set_item("refresh_by_field", refresh)?;
+    if let Some(by_field) = r.hits_by_field() {
+        let tallies: Vec<(u64, u64, u64)> = by_field.iter().map(|(f, h)| (*f, h.lookups, h.hits)).collect();
+        d.set_item("hits_by_field", tallies)?;
+    }
     Ok(d)
 }
 

@@ -27,6 +27,7 @@ class Counters:
     evictions: int = 0
     invalidations: int = 0
     refresh_evictions: int = 0
+    refresh_refetches: int = 0
     expirations: int = 0
     stale_reads: int = 0
     uncacheable: int = 0
@@ -91,6 +92,9 @@ def simulate(events, s: Setup, granularity="field"):
     restarts = [r for r in restarts if r > first]
     refreshes = sorted(s.refreshes)
     open_req, all_hit = None, True
+    # Keys a refresh dropped, not looked up since (their field), and per field [dropped, re-fetched]: a key's
+    # next lookup is a re-fetch the refresh caused, unless a restart, expiry or invalidation came first.
+    dropped, cost = {}, {}
 
     def time_events(t):
         nonlocal lru, dirty, expiry_queue, latest
@@ -109,14 +113,21 @@ def simulate(events, s: Setup, granularity="field"):
                 restarts.pop(0)
                 lru, dirty, expiry_queue, latest = SizedLru(s.capacity), set(), [], {}
                 c.restarts += 1
+                dropped.clear()
             elif kind == 1:
                 _, f = refreshes.pop(0)
-                c.refresh_evictions += sum(lru.remove(k) for k in by_field.get(f, ()))
+                cost.setdefault(f, [0, 0])
+                for k in by_field.get(f, ()):
+                    if lru.remove(k):
+                        c.refresh_evictions += 1
+                        dropped[k] = f
+                        cost[f][0] += 1
             else:
                 when, k = expiry_queue.pop(0)
                 if latest.get(k) == when:
                     del latest[k]
                     c.expirations += lru.remove(k)
+                    dropped.pop(k, None)
 
     for e in events:
         time_events(e.ts)
@@ -127,6 +138,8 @@ def simulate(events, s: Setup, granularity="field"):
                 dirty.update(targets)
             elif not (s.writes == "update" and e.op == "write"):
                 c.invalidations += sum(lru.remove(t) for t in targets)
+                for t in targets:
+                    dropped.pop(t, None)
             continue
         if open_req != e.req:
             if open_req is not None:
@@ -154,7 +167,11 @@ def simulate(events, s: Setup, granularity="field"):
         else:
             all_hit = False
             dirty.discard(k)
+            if k in dropped:
+                c.refresh_refetches += 1
+                cost[dropped.pop(k)][1] += 1
     if open_req is not None:
         c.commands += 1
         c.commands_served += all_hit
+    c.refresh_by_field = {f: tuple(v) for f, v in cost.items()}  # not a counter: apart from asdict
     return c

@@ -63,8 +63,11 @@ def expected(events, setup):
 
 # Each case names the counter it exists to exercise: it must not be zero, or the case proves nothing.
 EXERCISED = {"plain": "stale_reads", "invalidate": "invalidations", "update": "invalidations", "ttl": "expirations",
-             "restarts": "restarts", "refresh": "refresh_evictions", "allow": "uncacheable", "bytes": "bytes_hit",
-             "everything": "invalidations"}
+             "restarts": "restarts", "refresh": "refresh_refetches", "allow": "uncacheable", "bytes": "bytes_hit",
+             "everything": "invalidations", "refreshes and the rest": "refresh_refetches"}
+# Refreshes of three features every 70 s (times in seconds after T0): with restarts, TTLs and invalidations
+# that take the blame for some misses instead.
+REFRESHES = [(FIELDS[i], 70 * k + 5 * i) for k in range(1, 12) for i in range(3)]
 
 CASES = {
     "plain": ({}, Setup(20)),
@@ -77,6 +80,11 @@ CASES = {
                 Setup(20, refreshes=[(T0 + 60 * 10**9, FIELDS[0]), (T0 + 200 * 10**9, FIELDS[1])])),
     "allow": ({"allow_list": FIELDS[:3]}, Setup(20, allow=set(FIELDS[:3]))),
     "bytes": ({"entry_overhead": 50}, Setup(20_000, overhead=50)),
+    "refreshes and the rest": (
+        {"refresh_schedule": [(f, str(T0 // 10**9 + t)) for f, t in REFRESHES], "writes": "invalidate",
+         "ttl": "100s", "restart_every": "4min"},
+        Setup(30, refreshes=[(T0 + t * 10**9, f) for f, t in REFRESHES], writes="invalidate", ttl=100 * 10**9,
+              restart_every=240 * 10**9)),
     "everything": ({"writes": "invalidate", "ttl": "30s", "restart_every": "3min", "allow_list": FIELDS[:6],
                     "entry_overhead": 40},
                    Setup(15_000, overhead=40, writes="invalidate", ttl=30 * 10**9, restart_every=180 * 10**9,
@@ -96,6 +104,11 @@ def test_counters_match_the_model(tmp, case, seed):
     want = expected(events, setup)
     assert counters_of(row) == want
     assert want[EXERCISED[case]] > 0 and 0 < want["hits"] < want["lookups"]
+    if setup.refreshes:
+        per_field = simulate(events, setup).refresh_by_field
+        got = {f["field"]: (f["refresh_evictions"], f["refresh_refetches"]) for f in row["refresh_by_feature"]}
+        assert got == {f: per_field.get(f, (0, 0)) for f in got} and set(per_field) <= set(got)
+        assert sum(r for _, r in got.values()) == want["refresh_refetches"]
 
 
 @pytest.mark.parametrize("writes", ["ignore", "invalidate"])

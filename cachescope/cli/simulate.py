@@ -372,7 +372,8 @@ def _columns(result, rows: list[dict]):
         cols.append(("imbalance", 9, lambda r, _: "" if "pods" not in r else f"{r['load_imbalance']:.2f}"))
         cols.append(("fleet memory", 12, lambda r, _: "" if "pods" not in r else _fleet_memory(r)))
     for key, header in (("evictions", "evictions"), ("invalidations", "invalidated"),
-                        ("refresh_evictions", "refreshed"), ("expirations", "expired"),
+                        ("refresh_evictions", "refreshed"), ("refresh_refetches", "re-fetched"),
+                        ("expirations", "expired"),
                         ("stale_reads", "stale reads"), ("uncacheable", "not cacheable")):
         if key in s and sum(_present(rows, key)) > 0:
             cols.append((header, max(11, len(header)), lambda r, _, k=key: f"{r[k]:,}" if k in r else ""))

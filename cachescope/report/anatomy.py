@@ -146,7 +146,7 @@ def anatomy(batches, granularity: str = "field", capacity: int | None = None, na
         out.lru_hit_rate = float(hits[hits >= 0].mean()) if (hits >= 0).any() else None
     prefix = pd.Series(key_uniques).str.extract(PREFIX, expand=False).fillna("(no prefix)").to_numpy()[key_codes] \
         if n else np.zeros(0, dtype=object)
-    frame = pd.DataFrame({"type": prefix, "feature": fields.to_numpy(), "key_code": key_codes, "id": ids})
+    frame = pd.DataFrame({"type": prefix, "field": fields.fillna("").to_numpy(), "key_code": key_codes, "id": ids})
     if has_sizes:
         frame["bytes"] = pd.Series(sizes).fillna(0).astype(np.int64).to_numpy()
     if hits is not None:
@@ -154,8 +154,10 @@ def anatomy(batches, granularity: str = "field", capacity: int | None = None, na
         frame["hit"] = hits > 0
     out.by_type = _groups(frame, "type", n)
     if fields.notna().any():
-        frame["feature"] = frame["feature"].map(lambda f: feature_label(f, names))
-        out.by_feature = _groups(frame, "feature", n)
+        # Grouped by the field id as the trace spells it ("" for lookups without one), then named.
+        by_feature = _groups(frame, "field", n)
+        by_feature.insert(0, "feature", [feature_label(f or None, names) for f in by_feature["field"]])
+        out.by_feature = by_feature
     return out
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from cachescope.report import figures
 from cachescope.report.context import Context
-from cachescope.report.markup import duration, esc, facts, missing, pct, section, table
+from cachescope.report.markup import duration, esc, facts, is_missing, missing, pct, section, table
 from cachescope.simulate.labels import approx_count
 
 TOP_FEATURES = 25
@@ -74,6 +74,55 @@ def _by_type(ctx: Context) -> str:
     return out
 
 
+def _hours(ctx: Context) -> float | None:
+    """Hours of trace, when it has a clock (refresh costs are given per hour of it)."""
+    span = ctx.result.duration_s()
+    return span / 3600 if span else None
+
+
+def refresh_cell(dropped, refetched, hours: float | None) -> str:
+    """A feature's refresh cost: the entries its refreshes dropped and the lookups that missed because of
+    them (re-fetches from Redis), per hour of trace when it has a clock."""
+    if is_missing(dropped):
+        return "not refreshed"
+    if hours:
+        return f"{_per_hour(dropped / hours)} dropped/h, {_per_hour(refetched / hours)} re-fetched/h"
+    return f"{int(dropped):,} dropped, {int(refetched):,} re-fetched"
+
+
+def _per_hour(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.1f}"
+
+
+def _feature_hits_at(ctx: Context) -> str:
+    """Where the per-feature hit rates come from."""
+    run = ctx.run
+    if run is None:
+        why = f" (the chosen cache could not be simulated again: {ctx.run_missing})" if ctx.run_missing else ""
+        return f"Hit rate per feature: as per type, LRU's{why}."
+    return (f"Hit rate per feature: {run.label} at {run.capacity:,} entries ({esc(ctx.chosen['why'])}), simulated "
+            f"once more over the whole trace with the same options; {pct(run.hits / max(run.lookups, 1))} over "
+            f"all {run.lookups:,} lookups. The share of hits and the allow-list are this cache's.")
+
+
+def _refresh_note(ctx: Context, hours: float | None) -> str:
+    """The refresh costs in total, or how to get them."""
+    if not ctx.result.request.get("refresh_schedule"):
+        return missing("No refresh cost: no --refresh-schedule was given. A feature store's batch upload replaces "
+                       "every value of a feature at once; give the uploads as --refresh-schedule s.csv "
+                       "(feature,time rows) and this table gains a refresh cost column: per feature, the "
+                       "entries its refreshes drop from the cache and the lookups that then go to Redis again, "
+                       "per hour of trace.")
+    run = ctx.run
+    if run is None:
+        return missing("No refresh cost: " + (ctx.run_missing or "no cache size was chosen") + ".")
+    rate = f" ({_per_hour(run.refresh_refetches / hours)}/h)" if hours else ""
+    return (f"<p>Refresh cost: the scheduled refreshes dropped {run.refresh_evictions:,} entries of this cache "
+            f"and {run.refresh_refetches:,} lookups{rate} then missed because of them: re-fetches from Redis "
+            "that the refreshes caused (a key counts once, at its next lookup; not when a restart, an expiry "
+            "or an invalidation would have removed it first).</p>")
+
+
 def _by_feature(ctx: Context) -> str:
     a = ctx.anatomy
     out = "<h3>Per feature</h3>"
@@ -88,8 +137,11 @@ def _by_feature(ctx: Context) -> str:
         out += "<p>Features are shown by their field id (the decimal xxHash32 of the name); " \
                "--feature-names names.txt names them.</p>"
     has_hits, has_bytes = "hit_rate" in df, "byte_share" in df
+    has_refresh = "refresh_dropped" in df
+    policy = ctx.run.label if ctx.run is not None else "LRU"
     cols = ["feature", "lookups", "share"] + (["bytes share"] if has_bytes else []) + ["entities"] \
-        + (["LRU hit rate", "share of hits"] if has_hits else [])
+        + ([f"{policy} hit rate", "share of hits"] if has_hits else []) + (["refresh cost"] if has_refresh else [])
+    hours = _hours(ctx)
     rows = []
     for row in df.head(TOP_FEATURES).to_dict("records"):
         cells = [row["feature"], f"{row['lookups']:,}", pct(row["share"])]
@@ -98,10 +150,15 @@ def _by_feature(ctx: Context) -> str:
         cells.append(f"{row['entities']:,}")
         if has_hits:
             cells += [pct(row["hit_rate"]), pct(row["hits_share"])]
+        if has_refresh:
+            cells.append(refresh_cell(row["refresh_dropped"], row["refresh_refetched"], hours))
         rows.append(cells)
     out += table(cols, rows, text_columns=(0,))
     if len(df) > TOP_FEATURES:
         out += f"<p>The {TOP_FEATURES} most looked-up of {len(df):,} features.</p>"
+    if has_hits:
+        out += f"<p>{_feature_hits_at(ctx)}</p>"
+    out += _refresh_note(ctx, hours)
     if not has_bytes:
         out += missing("No bytes per feature: this trace has no value sizes (a capture or its Parquet trace has).")
     if not has_hits:

@@ -1,5 +1,5 @@
-"""What every section reads: the result, the feature dictionary, the anatomy (read from the trace again) and
-the size the per-type and per-feature hit rates are given at."""
+"""What every section reads: the result, the feature dictionary, the anatomy (read from the trace again), the
+size the per-type and per-feature hit rates are given at, and that cache simulated again per feature."""
 
 from __future__ import annotations
 
@@ -15,14 +15,22 @@ class Context:
     anatomy: object  # anatomy.Anatomy, or None
     anatomy_missing: str  # why there is none
     chosen: dict | None  # {"policy", "capacity", "why"}: the size the per-type and per-feature hit rates are at
+    run: object = None  # chosen_run.ChosenRun: the chosen cache's hits and refresh costs per feature
+    run_missing: str = ""  # why there is none
 
     @classmethod
     def build(cls, result, names):
         from cachescope.report.anatomy import anatomy_of
+        from cachescope.report.chosen_run import apply_to_features, chosen_run
 
         chosen = _chosen_size(result)
         anatomy, missing = anatomy_of(result, chosen and chosen["capacity"], names)
-        return cls(result, names, anatomy, missing, chosen)
+        ctx = cls(result, names, anatomy, missing, chosen)
+        if anatomy is not None and anatomy.by_feature is not None and chosen is not None:
+            ctx.run, ctx.run_missing = chosen_run(result, chosen)
+            if ctx.run is not None:
+                apply_to_features(anatomy.by_feature, ctx.run, bool(result.request.get("refresh_schedule")))
+        return ctx
 
 
 def _chosen_size(result):

@@ -266,8 +266,8 @@ def limits_section(ctx: Context) -> str:
         items.append(f"Sampling: the {', '.join(sorted({POLICIES[p].label for p in sampled['policy']}))} curves "
                      f"are estimated from samples of {rate:.2%} of the keys each, with the error band drawn.")
     if a is not None and a.lru_rate < 1:
-        items.append(f"Sampling: the per-type and per-feature hit rates are LRU's on a sample of {a.lru_rate:.0%} "
-                     "of the keys.")
+        which = "per-type hit rates are" if ctx.run is not None else "per-type and per-feature hit rates are"
+        items.append(f"Sampling: the {which} LRU's on a sample of {a.lru_rate:.0%} of the keys.")
     if r.trace.format in ("monitor", "commands", "keys"):
         items.append("Replies: a text trace has none, so nil lookups (keys Redis does not have) count as "
                      "cacheable, and value sizes are unknown.")

@@ -61,6 +61,7 @@ def simulate_trace(
     scheduler: str | None = None,
     workers: int | None = None,
     _subset=None,
+    _by_field: bool = False,
     duration=None,
     csv_spec=None,
     **capacities,
@@ -160,6 +161,7 @@ def simulate_trace(
         raise UsageError(f"entry overhead {entry_overhead!r} must be a whole number of bytes")
     restarts = [opt.parse_time(t) for t in ([restart_at] if isinstance(restart_at, str) else restart_at)]
     allow = None if allow_list is None else opt.read_allow_list(allow_list)
+    schedule = [] if refresh_schedule is None else opt.read_refresh_rows(refresh_schedule)
     if _subset is None and (scheduler is not None or workers):
         from cachescope.simulate.sweep import sweep_on_dask
 
@@ -184,11 +186,13 @@ def simulate_trace(
             writes=writes,
             ttl_ns=None if ttl is None else opt.parse_duration(ttl),
             allow=allow,
-            refreshes=[] if refresh_schedule is None else opt.read_refresh_schedule(refresh_schedule),
+            refreshes=[(t, opt.feature_hash(f)) for t, f in schedule],
             restarts_at=restarts,
             restart_every_ns=None if restart_every is None else _restart_interval(restart_every),
             future=future,
         )
+        if _by_field:
+            sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
         for policy, cap, n, r in fleets:
             sim.add_fleet(policy, cap.value, n, r, entry_overhead if cap.unit == "bytes" else None,
                           policy_params.get(policy, {}), 0, rolling, n if what_if and r == "entity" else 1)
@@ -224,7 +228,7 @@ def simulate_trace(
 
         return task_outputs(source, sim, first_ts, bool(curve_policies))
     result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
-                                              [f[1].unit for f in fleets])
+                                              [f[1].unit for f in fleets], opt.refresh_features(schedule))
     result.live_end = live.reason
     # A capture or text trace read here: what reading it found, for the same report parse.py gives; a merge's
     # inputs each their own.
@@ -243,7 +247,28 @@ def simulate_trace(
         "salts": salts, "pods": pods, "route": route, "one_pod_of": one_pod_of,
         "assume_value_size": assume_value_size, "refresh_schedule": refresh_schedule is not None,
     }
+    result.same_trace = _same_trace(call, sources)
     return result
+
+
+# What a single run needs to see the same lookups as the call's (trace and options, no caches): the report
+# simulates the cache it chose once more with them (report/chosen_run.py).
+_SAME_TRACE = ("format", "granularity", "writes", "ttl", "restart_every", "restart_at", "refresh_schedule",
+               "allow_list", "entry_overhead", "assume_value_size", "ports", "params", "csv_spec")
+
+
+def _same_trace(call: dict, sources) -> dict:
+    """simulate_trace's arguments that read the trace of `call` again with its options; an open source is
+    replaced by the paths it read."""
+    out = {k: call[k] for k in _SAME_TRACE}
+    if hasattr(call["trace"], "batches"):
+        out["trace"] = [s.path for s in sources] if len(sources) > 1 else sources[0].path
+        out["format"] = call["format"] or (sources[0].format if len(sources) == 1 else None)
+    else:
+        out["trace"] = call["trace"]
+    if len(sources) == 1 and sources[0].format == "pcap":
+        out["ports"] = sources[0].ports  # found once, not searched for again
+    return out
 
 
 def _open(trace, format, granularity, ports, csv_spec=None):

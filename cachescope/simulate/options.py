@@ -74,12 +74,16 @@ def _in_range(ns: int, text: str) -> int:
     return ns
 
 
-def feature_hash(feature: str) -> int:
-    """The core's hash of the field that stores `feature`: a decimal xxHash32 id is taken as written, a
-    feature name is first hashed with xxHash32 as the feature store does."""
+def feature_field(feature: str) -> str:
+    """The field id that stores `feature`, as the trace spells it: a decimal xxHash32 id is taken as written, a
+    feature name is hashed with xxHash32 as the feature store does."""
     feature = feature.strip()
-    field = feature if feature.isdigit() else str(_native.xxh32(feature.encode()))
-    return _native.key_hash(field.encode())
+    return feature if feature.isdigit() else str(_native.xxh32(feature.encode()))
+
+
+def feature_hash(feature: str) -> int:
+    """The core's hash of the field that stores `feature` (a name or its decimal xxHash32 id)."""
+    return _native.key_hash(feature_field(feature).encode())
 
 
 def read_allow_list(source) -> list[int]:
@@ -110,8 +114,22 @@ def read_feature_file(path: str, empty: str) -> list[str]:
 def read_refresh_schedule(source) -> list[tuple[int, int]]:
     """(time ns, field hash) pairs from a CSV of `feature,time` rows (a header row is optional), or from an
     iterable of (feature, time) pairs."""
+    return [(t, feature_hash(f)) for t, f in read_refresh_rows(source)]
+
+
+def refresh_features(rows) -> dict:
+    """{field hash: (feature as the schedule names it, field id)} of a schedule's rows (read_refresh_rows), in
+    the order the schedule first names each: what the core's per-field refresh costs are reported under."""
+    out: dict = {}
+    for _, feature in rows:
+        out.setdefault(feature_hash(feature), (feature.strip(), feature_field(feature)))
+    return out
+
+
+def read_refresh_rows(source) -> list[tuple[int, str]]:
+    """(time ns, feature as written) pairs of a refresh schedule: see read_refresh_schedule."""
     if not isinstance(source, str):
-        return [(parse_time(t), feature_hash(str(f))) for f, t in source]
+        return [(parse_time(t), str(f)) for f, t in source]
     out = []
     lineno = 0
     try:
@@ -131,7 +149,7 @@ def read_refresh_schedule(source) -> list[tuple[int, int]]:
 
 
 def _schedule_row(source: str, lineno: int, row: list[str]):
-    """(time ns, field hash) of one CSV row of a refresh schedule; None for a comment, blank or header row."""
+    """(time ns, feature) of one CSV row of a refresh schedule; None for a comment, blank or header row."""
     if not row or row[0].strip().startswith("#"):
         return None
     if lineno == 1 and [c.strip().lower() for c in row[:2]] == ["feature", "time"]:
@@ -139,6 +157,6 @@ def _schedule_row(source: str, lineno: int, row: list[str]):
     if len(row) != 2:
         raise UsageError(f"{source}: line {lineno}: expected `feature,time`, got {len(row)} columns")
     try:
-        return parse_time(row[1]), feature_hash(row[0])
+        return parse_time(row[1]), row[0]
     except UsageError as e:
         raise UsageError(f"{source}: line {lineno}: {e}") from None

@@ -126,10 +126,13 @@ class SimulationResult:
 
     @classmethod
     def from_simulation(cls, source, sim, window: int, first_ts: int | None, runs,
-                        params: dict | None = None, fleet_units: list[str] = ()) -> "SimulationResult":
+                        params: dict | None = None, fleet_units: list[str] = (),
+                        refresh_features: dict | None = None) -> "SimulationResult":
         """Rows for the single runs (`runs`: (policy, Capacity)), then for the fleets (`fleet_units`: each
-        fleet's capacity unit), then the infinite bound apart."""
+        fleet's capacity unit), then the infinite bound apart. With `refresh_features` (the refresh schedule's
+        {field hash: (feature, field id)}), each row has `refresh_by_feature`."""
         from cachescope.simulate.fleet import fleet_columns, fleet_totals
+        from cachescope.simulate.refresh_cost import refresh_by_feature
 
         native = sim.results()
         bound = native.pop()  # the infinite cache is always the last run
@@ -138,6 +141,9 @@ class SimulationResult:
         hosts = getattr(source, "hosts", [])
         rows += [{**_summary_row(fleet_totals(f), unit), **fleet_columns(f, unit, hosts)}
                  for f, unit in zip(fleets, fleet_units)]
+        if refresh_features:
+            for row, pods in zip(rows, [[r] for r in native] + [f["per_pod"] for f in fleets]):
+                row["refresh_by_feature"] = refresh_by_feature(pods, refresh_features)
         infinite = {k: v for k, v in _summary_row(bound, "entries").items()
                     if k in ("lookups", "hits", "misses", "hit_rate", "commands", "commands_served",
                              "command_hit_rate", "round_trips", "round_trips_saved", "round_trips_saved_rate")}
@@ -290,8 +296,8 @@ class SimulationResult:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"
 
 
-_COUNTERS = ("evictions", "invalidations", "refresh_evictions", "expirations", "stale_reads", "uncacheable",
-             "restarts")
+_COUNTERS = ("evictions", "invalidations", "refresh_evictions", "refresh_refetches", "expirations", "stale_reads",
+             "uncacheable", "restarts")
 
 
 def _summary_row(r: dict, unit: str) -> dict:
@@ -318,7 +324,7 @@ def _summary_row(r: dict, unit: str) -> dict:
     row["round_trips_saved"] = r["round_trips_saved"]
     row["round_trips_saved_rate"] = _rate(r["round_trips_saved"], r["round_trips"])
     row["resident"] = r["resident"]
-    row.update({k: r[k] for k in _COUNTERS})
+    row.update({k: r.get(k, 0) for k in _COUNTERS})  # a fleet of no pods has none
     return row
 
 

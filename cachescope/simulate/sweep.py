@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from cachescope.errors import CachescopeError, UsageError
+from cachescope.simulate.options import read_refresh_rows, refresh_features
 from cachescope.simulate.result import SimulationResult
 
 
@@ -102,8 +103,10 @@ def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: boo
             raise CachescopeError(f"the simulation {p.name} failed on the cluster: {p.message}")
     combined = _Combined(parts, subsets)
     src = _SourceOf(parts[0], getattr(source, "path", str(trace)), call["granularity"], call["key_pattern"])
+    schedule = call["refresh_schedule"]
+    features = None if schedule is None else refresh_features(read_refresh_rows(schedule))
     result = SimulationResult.from_simulation(src, combined, call["window"], parts[0]["first_ts"], runs,
-                                              policy_params, [f[1].unit for f in fleets])
+                                              policy_params, [f[1].unit for f in fleets], features)
     result.capture_stats = {"input": src.path, **src.capture_stats} if src.capture_stats else {}
     if with_curves:
         result.add_curves(combined.curves(), curve_unit, targets, call["entry_overhead"])

@@ -7,6 +7,7 @@ mod columns;
 pub mod events;
 mod membership;
 pub mod options;
+mod refresh_cost;
 mod round_trips;
 mod run;
 
@@ -14,6 +15,7 @@ pub use columns::Columns;
 pub use events::Events;
 pub use options::{Options, Unit, WriteMode};
 pub use round_trips::{RoundTripCounts, RoundTrips};
-pub use run::{Counters, Run};
+pub use refresh_cost::FieldRefreshCost;
+pub use run::{Counters, FieldHits, Run};
 pub(crate) use membership::Membership;
 pub(crate) use run::next_restart;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::events::{Events, UNKNOWN_SIZE};
 use super::membership::Membership;
+use super::refresh_cost::{FieldRefreshCost, RefreshCost};
 use super::round_trips::RoundTrips;
 use super::options::{Options, Unit, WriteMode};
 use crate::hash::{KeyMap, KeySet};
@@ -35,6 +36,8 @@ pub struct Counters {
     pub invalidations: u64,
     /// Entries removed by a scheduled batch refresh of their feature.
     pub refresh_evictions: u64,
+    /// Lookups that missed because a refresh had dropped their entry (re-fetches from Redis it caused).
+    pub refresh_refetches: u64,
     /// Entries removed by the TTL.
     pub expirations: u64,
     /// Hits on entries written or deleted in Redis since they were cached (only without invalidation).
@@ -69,6 +72,17 @@ struct RunState {
     last_restart: Option<i64>,
     next_refresh: usize,
     restart_times: Vec<i64>,
+    /// What refreshes cost per feature; built at the first refresh.
+    refresh: Option<Box<RefreshCost>>,
+    /// Lookups and hits per field hash, when the caller asked for them (`count_by_field`).
+    by_field: Option<KeyMap<FieldHits>>,
+}
+
+/// A feature's lookups and hits in one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FieldHits {
+    pub lookups: u64,
+    pub hits: u64,
 }
 
 /// Admissions in time order with their expiry; `latest` tells which admission of a key is current.
@@ -125,6 +139,31 @@ impl Run {
         if let Some(log) = &mut self.st.hit_log {
             into.append(log);
         }
+    }
+
+    /// Count lookups and hits per field (per feature) from now on: `hits_by_field`. Plain batches (no
+    /// fields) are then taken through the general loop.
+    pub fn count_by_field(&mut self) {
+        self.st.by_field.get_or_insert_with(KeyMap::default);
+    }
+
+    pub fn counts_by_field(&self) -> bool {
+        self.st.by_field.is_some()
+    }
+
+    /// (field hash, lookups and hits) per field, by field hash (0: lookups without a field); None unless
+    /// `count_by_field` was called.
+    pub fn hits_by_field(&self) -> Option<Vec<(u64, FieldHits)>> {
+        let map = self.st.by_field.as_ref()?;
+        let mut out: Vec<(u64, FieldHits)> = map.iter().map(|(&f, &h)| (f, h)).collect();
+        out.sort_unstable_by_key(|e| e.0);
+        Some(out)
+    }
+
+    /// (field hash, cost) of every field a refresh reached, by field hash: the entries its refreshes dropped
+    /// and the lookups that missed because of them. Empty when no refresh was due.
+    pub fn refresh_by_field(&self) -> Vec<(u64, FieldRefreshCost)> {
+        self.st.refresh.as_ref().map_or_else(Vec::new, |r| r.by_field())
     }
 
     pub fn resident(&self) -> usize {
@@ -227,11 +266,19 @@ impl Run {
                 st.last_restart = Some(when);
                 st.restart_times.push(when);
                 st.counters.restarts += 1;
+                if let Some(cost) = &mut st.refresh {
+                    cost.restarted();
+                }
             } else if let Some((_, field)) = refresh.filter(|r| r.0 == when) {
                 st.next_refresh += 1;
+                let cost = st.refresh.get_or_insert_with(Box::default);
+                cost.refreshed(field);
                 with_policy!(&mut self.policy, p => {
                     for &k in members.field_members(field) {
-                        st.counters.refresh_evictions += p.remove(k) as u64;
+                        if p.remove(k) {
+                            st.counters.refresh_evictions += 1;
+                            cost.dropped(k, field);
+                        }
                     }
                 });
             } else if let Some((expires, key)) = expiry {
@@ -239,6 +286,9 @@ impl Run {
                 if st.ttl.latest.get(&key) == Some(&expires) {
                     st.ttl.latest.remove(&key);
                     st.counters.expirations += with_policy!(&mut self.policy, p => p.remove(key)) as u64;
+                    if let Some(cost) = &mut st.refresh {
+                        cost.forget(key); // it would have expired by now anyway
+                    }
                 }
             }
         }
@@ -344,6 +394,11 @@ impl RunState {
         if value != UNKNOWN_SIZE {
             self.counters.bytes_looked_up += u64::from(value);
         }
+        if let Some(by_field) = &mut self.by_field {
+            let tally = by_field.entry(ev.field(i)).or_default();
+            tally.lookups += 1;
+            tally.hits += u64::from(hit);
+        }
         if hit {
             if let Some(log) = &mut self.hit_log {
                 log.push(i as u32);
@@ -358,6 +413,9 @@ impl RunState {
             self.open_req_all_hit = false;
             if !self.dirty.is_empty() {
                 self.dirty.remove(&key); // fetched fresh from Redis
+            }
+            if let Some(cost) = &mut self.refresh {
+                self.counters.refresh_refetches += u64::from(cost.missed(key));
             }
         }
         if ev.req(i).is_none() {
@@ -389,6 +447,9 @@ impl RunState {
             _ => {
                 for k in targets {
                     self.counters.invalidations += p.remove(k) as u64;
+                    if let Some(cost) = &mut self.refresh {
+                        cost.forget(k); // invalidated anyway
+                    }
                 }
             }
         }

@@ -141,6 +141,11 @@ impl Simulation {
         Ok(())
     }
 
+    /// Every single run counts its lookups and hits per field from now on (`Run::hits_by_field`).
+    pub fn count_by_field(&mut self) {
+        self.runs.iter_mut().for_each(Run::count_by_field);
+    }
+
     pub fn curves(&self) -> &[Curve] {
         &self.curves
     }
@@ -176,7 +181,8 @@ impl Simulation {
         if let Some(ts) = ev.ts_ns {
             self.first_ts.get_or_insert(ts[0]);
         }
-        let plain = ev.is_plain() && self.opts.is_plain() && self.runs.iter().all(|r| r.unit == Unit::Entries);
+        let plain = ev.is_plain() && self.opts.is_plain()
+            && self.runs.iter().all(|r| r.unit == Unit::Entries && !r.counts_by_field());
         if !plain {
             let unique = self.unique_reads.get_or_insert_with(KeySet::default);
             for i in 0..ev.len() {

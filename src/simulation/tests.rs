@@ -189,3 +189,81 @@ fn byte_capacity_weighs_values_keys_and_overhead() {
     // LRU of two: 1 2 3(evicts 1) 1(evicts 2) 2(evicts 3) 3(evicts 1): all miss.
     assert_eq!((c.hits, c.evictions, c.bytes_looked_up, c.bytes_hit), (0, 4, 180, 0));
 }
+
+/// Keys 1 (entity 100, field 11), 2 (100, 12), 3 (200, 11), 4 (200, 12), 5 (300, 12); refreshes of field 11
+/// at t=50 and t=150, of field 12 at t=100.
+fn refreshed_run(opts_of: impl FnOnce(&mut Options), keys: &[u64], ts: &[i64]) -> Simulation {
+    let mut opts = Options::with_window(100);
+    opts.refreshes = vec![(150, 11), (50, 11), (100, 12)];
+    opts_of(&mut opts);
+    let field_of = |k: u64| if k % 2 == 1 && k != 5 { 11 } else { 12 };
+    let fields: Vec<u64> = keys.iter().map(|&k| field_of(k)).collect();
+    let entities: Vec<u64> = keys.iter().map(|&k| 100 * k.div_ceil(2)).collect();
+    let ops = vec![OP_READ; keys.len()];
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts, None).unwrap();
+    sim.count_by_field();
+    sim.feed(&Events { keys, ts_ns: Some(ts), ops: Some(&ops), fields: Some(&fields), entities: Some(&entities),
+                       ..Events::default() }).unwrap();
+    sim
+}
+
+#[test]
+fn refresh_cost_per_feature() {
+    // t=0..4: 1 2 3 4 5 all miss (cold).
+    // t=50 refresh 11 drops 1, 3.             field 11 dropped 2
+    // t=60: 1 m (re-fetch 11), t=61: 2 h.      field 11 re-fetched 1
+    // t=100 refresh 12 drops 2, 4, 5.          field 12 dropped 3
+    // t=110: 2 m (re-fetch 12), t=111: 1 h.    field 12 re-fetched 1
+    // t=150 refresh 11 drops 1 (3 is not cached since t=50).   field 11 dropped 3
+    // t=160: 3 m (re-fetch 11: dropped at t=50, not looked up since), t=161: 1 m (re-fetch 11),
+    // t=162: 4 m (re-fetch 12), t=163: 4 h (counted once). 5 is never looked up again.
+    // Field 11: 3 dropped, 3 re-fetched; field 12: 3 dropped, 2 re-fetched.
+    let keys: [u64; 13] = [1, 2, 3, 4, 5, 1, 2, 2, 1, 3, 1, 4, 4];
+    let ts = [0, 1, 2, 3, 4, 60, 61, 110, 111, 160, 161, 162, 163];
+    let sim = refreshed_run(|_| {}, &keys, &ts);
+    let run = &sim.runs()[0];
+    let c = run.counters();
+    assert_eq!((c.hits, c.refresh_evictions, c.refresh_refetches), (3, 6, 5));
+    let cost: Vec<(u64, u64, u64)> = run.refresh_by_field().iter().map(|(f, c)| (*f, c.dropped, c.refetched)).collect();
+    assert_eq!(cost, vec![(11, 3, 3), (12, 3, 2)]);
+    // Lookups and hits per field: 11 looked up at t=0, 2, 60, 111, 160, 161 (hit at 111); 12 at t=1, 3, 4,
+    // 61, 110, 162, 163 (hits at 61, 163).
+    let hits: Vec<(u64, u64, u64)> =
+        run.hits_by_field().unwrap().iter().map(|(f, h)| (*f, h.lookups, h.hits)).collect();
+    assert_eq!(hits, vec![(11, 6, 1), (12, 7, 2)]);
+}
+
+#[test]
+fn a_restart_or_an_invalidation_takes_the_blame_for_the_next_miss() {
+    // Refresh 11 at t=50 drops 1 and 3; a restart at t=55 would have emptied the cache anyway: the misses of
+    // 1 and 3 at t=60, 61 are the restart's. After the refresh of 12 at t=100 (drops 2, 4), a DEL of entity
+    // 100 at t=105 removes what is left of it; 2's miss at t=110 is the invalidation's, 4's at t=111 the
+    // refresh's.
+    let keys: [u64; 11] = [1, 2, 3, 4, 1, 3, 2, 4, 100, 2, 4];
+    let ts = [0, 1, 2, 3, 60, 61, 62, 63, 105, 110, 111];
+    let mut ops = vec![OP_READ; keys.len()];
+    ops[8] = OP_DELETE;
+    let fields: Vec<u64> = keys.iter().map(|&k| match k { 100 => 0, k if k % 2 == 1 => 11, _ => 12 }).collect();
+    let entities: Vec<u64> = keys.iter().map(|&k| if k == 100 { 100 } else { 100 * k.div_ceil(2) }).collect();
+    let mut opts = Options::with_window(100);
+    opts.refreshes = vec![(50, 11), (100, 12)];
+    opts.restarts_at = vec![55];
+    opts.writes = WriteMode::Invalidate;
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 10)], opts, None).unwrap();
+    sim.feed(&Events { keys: &keys, ts_ns: Some(&ts), ops: Some(&ops), fields: Some(&fields),
+                       entities: Some(&entities), ..Events::default() }).unwrap();
+    let run = &sim.runs()[0];
+    let c = run.counters();
+    assert_eq!((c.refresh_evictions, c.refresh_refetches, c.restarts), (4, 1, 1));
+    let cost: Vec<(u64, u64, u64)> = run.refresh_by_field().iter().map(|(f, c)| (*f, c.dropped, c.refetched)).collect();
+    assert_eq!(cost, vec![(11, 2, 0), (12, 2, 1)]);
+    assert!(run.hits_by_field().is_none());
+}
+
+#[test]
+fn no_refresh_schedule_costs_nothing_and_counts_nothing() {
+    let sim = refreshed_run(|o| o.refreshes.clear(), &[1, 2, 1, 2], &[0, 1, 60, 61]);
+    let c = sim.runs()[0].counters();
+    assert_eq!((c.hits, c.refresh_evictions, c.refresh_refetches), (2, 0, 0));
+    assert!(sim.runs()[0].refresh_by_field().is_empty());
+}
