@@ -85,12 +85,15 @@ def test_the_report_shows_the_refresh_cost_per_hour(tmp_path):
     assert console == []
     rows = _feature_rows(dom)
     # 50 s of trace: A's 3 drops and 2 re-fetches are 216 and 144 an hour, B's 2 and 1 are 144 and 72.
-    assert rows[NAMED]["refresh cost"] == "216 dropped/h, 144 re-fetched/h"
-    assert rows[B]["refresh cost"] == "144 dropped/h, 72 re-fetched/h"
+    assert rows[NAMED]["refresh cost"] == "216 / 144 per h"
+    assert rows[B]["refresh cost"] == "144 / 72 per h"
     # The hit rates are the run's, refreshes included: A hits once in 6 lookups (t=50), B twice in 5. LRU's
     # stack distances, blind to refreshes, would give A 3 in 6.
     assert rows[NAMED]["LRU hit rate"] == "16.7%" and rows[B]["LRU hit rate"] == "40.0%"
-    assert "dropped 5 entries of this cache and 3 lookups" in re.sub(r"<[^>]+>", "", dom)
+    text = re.sub(r"<[^>]+>", "", dom)
+    assert "dropped 5 entries of this cache and 3 lookups" in text
+    # the per-type rates stay LRU's stack distances, and say what they leave out
+    assert "which model no refresh" in text
 
 
 def test_without_a_schedule_the_report_says_how_to_get_the_refresh_cost(tmp_path):

@@ -51,8 +51,14 @@ def _at_size(ctx: Context) -> str:
     if a.lru_capacity is None:
         return ""
     how = "exact" if a.lru_rate >= 1 else f"estimated on a sample of {a.lru_rate:.0%} of the keys (SHARDS)"
-    return (f"Hit rate: LRU at {a.lru_capacity:,} entries ({esc(ctx.chosen['why'])}), {how}; "
+    text = (f"Hit rate: LRU at {a.lru_capacity:,} entries ({esc(ctx.chosen['why'])}), {how}; "
             f"{pct(a.lru_hit_rate)} over all lookups.")
+    q = ctx.result.request
+    if ctx.run is not None and (q.get("refresh_schedule") or q.get("ttl") or q.get("restart_every")
+                                or q.get("restart_at") or q.get("allow_list") or q.get("writes", "ignore") != "ignore"):
+        text += (" These are LRU's stack distances, which model no refresh, TTL, restart, allow-list or "
+                 "invalidation; the per-feature hit rates below are the simulated cache's, with them.")
+    return text
 
 
 def _by_type(ctx: Context) -> str:
@@ -81,13 +87,13 @@ def _hours(ctx: Context) -> float | None:
 
 
 def refresh_cell(dropped, refetched, hours: float | None) -> str:
-    """A feature's refresh cost: the entries its refreshes dropped and the lookups that missed because of
-    them (re-fetches from Redis), per hour of trace when it has a clock."""
+    """A feature's refresh cost, `dropped / re-fetched`: the entries its refreshes dropped and the lookups that
+    missed because of them (re-fetches from Redis), per hour of trace when it has a clock."""
     if is_missing(dropped):
         return "not refreshed"
     if hours:
-        return f"{_per_hour(dropped / hours)} dropped/h, {_per_hour(refetched / hours)} re-fetched/h"
-    return f"{int(dropped):,} dropped, {int(refetched):,} re-fetched"
+        return f"{_per_hour(dropped / hours)} / {_per_hour(refetched / hours)} per h"
+    return f"{int(dropped):,} / {int(refetched):,}"
 
 
 def _per_hour(rate: float) -> str:
@@ -116,8 +122,10 @@ def _refresh_note(ctx: Context, hours: float | None) -> str:
     run = ctx.run
     if run is None:
         return missing("No refresh cost: " + (ctx.run_missing or "no cache size was chosen") + ".")
-    rate = f" ({_per_hour(run.refresh_refetches / hours)}/h)" if hours else ""
-    return (f"<p>Refresh cost: the scheduled refreshes dropped {run.refresh_evictions:,} entries of this cache "
+    rate = f" ({_per_hour(run.refresh_refetches / hours)} per hour)" if hours else ""
+    per = ", per hour of trace" if hours else ""
+    return (f"<p>Refresh cost: entries the feature's refreshes dropped / lookups that then missed because of "
+            f"them{per}. In all, the scheduled refreshes dropped {run.refresh_evictions:,} entries of this cache "
             f"and {run.refresh_refetches:,} lookups{rate} then missed because of them: re-fetches from Redis "
             "that the refreshes caused (a key counts once, at its next lookup; not when a restart, an expiry "
             "or an invalidation would have removed it first).</p>")
