@@ -52,6 +52,9 @@ class SimulationResult:
         self.request: dict = {}
         """What simulate_trace was asked (inputs, write mode, overhead, targets, pods, ...): the report's
         assumptions."""
+        self.same_trace: dict | None = None
+        """simulate_trace's arguments that read the same trace with the same options (no caches): the report
+        simulates the cache it chose once more with them."""
 
     @property
     def summary(self):
