@@ -2,13 +2,14 @@
 //!
 //! Reads go to the pod the route picks; writes and deletes reach every pod, as a service's invalidation
 //! message or a shared TTL does (a pod that never cached the key does nothing with it). The fleet's timeline
-//! counts windows of the fleet's lookups: each batch is cut at the window boundaries before it is shared out,
-//! so the hits of a window are the sum of what every pod hit in it.
+//! counts windows of the fleet's lookups, in trace order, from each lookup's pod and whether it hit: the hits
+//! of a window are the sum of what every pod hit in it.
 //!
 //! Commands served and round trips saved are the fleet's, not sums over pods: a sharded route sends the
 //! lookups of one MGET, or of one batch, to several pods, and the request is served only if all of them hit.
 
 use super::route::{Route, Router};
+use super::share::{self, Share, EVERY_POD};
 use super::spread::Spread;
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
@@ -31,15 +32,23 @@ pub struct Fleet {
     open_hits: u64,
     open_lookups: u64,
     spread: Spread,
-    /// Each pod's share of the events being handed out, as indices into the batch.
-    scratch: Vec<Vec<u32>>,
+    /// Each pod's share of the chunk being handed out.
+    shares: Vec<Share>,
     /// The pods' clock runs this many times faster than the trace's (1: the trace's own).
     time_factor: u32,
     served: Served,
-    /// The events of the batch being shared out that hit, from every pod, and as flags by event.
+    /// The events of a pod's share that hit, and the chunk's events that hit, as flags by event.
     hit_indices: Vec<u32>,
     hit_flags: Vec<bool>,
+    /// The pod of each event of the chunk being shared out (`EVERY_POD` for writes and deletes).
+    pod_of: Vec<u32>,
 }
+
+/// Events shared out at a time, per pod: enough that a pod's share keeps its cache warm while the pod takes it.
+/// A chunk holds that many per pod, up to `MAX_CHUNK`, so that the copies of the shares and the notes on each
+/// event (about 25 bytes an event) stay small.
+const CHUNK_PER_POD: usize = 1 << 14;
+const MAX_CHUNK: usize = 1 << 20;
 
 /// The fleet's commands served and round trips saved (see the module comment).
 #[derive(Default)]
@@ -107,11 +116,12 @@ impl Fleet {
             open_hits: 0,
             open_lookups: 0,
             spread: Spread::default(),
-            scratch: (0..pods).map(|_| Vec::new()).collect(),
+            shares: (0..pods).map(|_| Share::default()).collect(),
             time_factor: 1,
             served: Served::default(),
             hit_indices: Vec::new(),
             hit_flags: Vec::new(),
+            pod_of: Vec::new(),
         })
     }
 
@@ -161,23 +171,15 @@ impl Fleet {
     fn process_clocked(&mut self, ev: &Events, members: &Membership, first_ts: Option<i64>) {
         let mut start = 0;
         while start < ev.len() {
-            // The events up to the end of the open window.
-            let room = self.window - self.open_lookups;
-            let (mut end, mut reads) = (start, 0u64);
-            while end < ev.len() && reads < room {
-                reads += u64::from(ev.op(end) == OP_READ);
-                end += 1;
-            }
-            self.open_hits += self.share_out(ev, start, end, members, first_ts);
-            self.open_lookups += reads;
-            if self.open_lookups == self.window {
-                self.window_hits.push(self.open_hits);
-                self.open_hits = 0;
-                self.open_lookups = 0;
-                self.spread.close_window();
-            }
+            let end = ev.len().min(start + self.chunk());
+            self.share_out(ev, start, end, members, first_ts);
+            self.count_windows_and_served(ev, start, end);
             start = end;
         }
+    }
+
+    fn chunk(&self) -> usize {
+        (self.pods.len().max(1) * CHUNK_PER_POD).min(MAX_CHUNK)
     }
 
     /// A pod for a client host seen for the first time (the client route).
@@ -189,64 +191,71 @@ impl Fleet {
             self.pods.push(run);
             // The client route has no rolling restart (refused in `new`): a new pod's options are the fleet's.
             self.pod_opts.push(self.template.clone());
-            self.scratch.push(Vec::new());
+            self.shares.push(Share::default());
         }
     }
 
-    /// Hands events `start..end` to their pods; returns the hits they made.
-    fn share_out(&mut self, ev: &Events, start: usize, end: usize, members: &Membership, first_ts: Option<i64>) -> u64 {
+    /// Hands events `start..end` to their pods, pod after pod, and notes each read's pod and whether it hit.
+    ///
+    /// A pod's cache is touched only by its own share, so the pods can take their shares one after another in
+    /// long runs: a pod's table stays in the processor's caches for its whole share, where cutting the stream
+    /// at every timeline window would visit 64 pods' tables for a few hundred lookups each. The windows are
+    /// counted afterwards, in trace order, from the pods and hits noted here.
+    fn share_out(&mut self, ev: &Events, start: usize, end: usize, members: &Membership, first_ts: Option<i64>) {
         if self.router.route == Route::Client {
             // Events without clients are refused before they reach a fleet routing by client (`Simulation::feed`).
             let clients = ev.clients.expect("routing by client needs the clients column");
             self.grow_to(clients[start..end].iter().max().map_or(0, |&c| c as usize + 1));
         }
+        self.pod_of.clear();
         for i in start..end {
-            if ev.op(i) == OP_READ {
-                let pod = self.router.pod(ev, i) as usize;
-                self.scratch[pod].push(i as u32);
-            } else {
-                self.scratch.iter_mut().for_each(|share| share.push(i as u32));
-            }
+            let pod = if ev.op(i) == OP_READ { self.router.pod(ev, i) } else { EVERY_POD };
+            self.pod_of.push(pod);
         }
-        let mut hits = 0;
-        for (pod, ((run, share), opts)) in self.pods.iter_mut().zip(&mut self.scratch).zip(&self.pod_opts).enumerate() {
-            if share.is_empty() {
-                continue;
-            }
-            let (before, looked_up) = (run.hits(), run.lookups());
-            run.process_only(ev, share, members, opts, first_ts);
-            hits += run.hits() - before;
-            self.spread.hits(pod, run.hits() - before);
-            self.spread.lookups(pod, run.lookups() - looked_up);
-            run.take_hits(&mut self.hit_indices);
-            share.clear();
-        }
-        self.count_served(ev, start, end);
-        hits
-    }
-
-    /// Follows the commands and round trips of events `start..end`, whose hits the pods have logged.
-    fn count_served(&mut self, ev: &Events, start: usize, end: usize) {
+        share::share_out(ev, start, &self.pod_of, &mut self.shares);
         self.hit_flags.clear();
         self.hit_flags.resize(end - start, false);
-        for &i in &self.hit_indices {
-            self.hit_flags[i as usize - start] = true;
+        for ((run, share), opts) in self.pods.iter_mut().zip(&self.shares).zip(&self.pod_opts) {
+            if !share.is_empty() {
+                run.process(&share.events(ev), members, opts, first_ts);
+                run.take_hits(&mut self.hit_indices);
+                for &k in &self.hit_indices {
+                    self.hit_flags[share.at[k as usize] as usize] = true;
+                }
+                self.hit_indices.clear();
+            }
         }
-        self.hit_indices.clear();
+    }
+
+    /// Follows events `start..end` in trace order, their pods and hits noted by `share_out`: the timeline's
+    /// windows and their spread, and the commands and round trips served.
+    fn count_windows_and_served(&mut self, ev: &Events, start: usize, end: usize) {
         let s = &mut self.served;
         for i in start..end {
+            let pod = self.pod_of[i - start];
             // As a run notes them: bucket 0 for a hit, 1 for a miss; None for a write or delete.
-            let lookup = (ev.op(i) == OP_READ).then(|| u32::from(!self.hit_flags[i - start]));
+            let lookup = (pod != EVERY_POD).then(|| u32::from(!self.hit_flags[i - start]));
             if let Some((conn, batch)) = ev.batch(i) {
                 s.round_trips.note(conn, batch, lookup);
             }
-            match (ev.req(i), lookup) {
-                (Some(req), Some(_)) => s.commands.note(0, req, lookup),
-                (None, Some(bucket)) => {
+            let Some(missed) = lookup else { continue };
+            match ev.req(i) {
+                Some(req) => s.commands.note(0, req, lookup),
+                None => {
                     s.lone.0 += 1;
-                    s.lone.1 += u64::from(bucket == 0);
+                    s.lone.1 += u64::from(missed == 0);
                 }
-                _ => {}
+            }
+            let hit = u64::from(missed == 0);
+            self.spread.lookups(pod as usize, 1);
+            self.spread.hits(pod as usize, hit);
+            self.open_hits += hit;
+            self.open_lookups += 1;
+            if self.open_lookups == self.window {
+                self.window_hits.push(self.open_hits);
+                self.open_hits = 0;
+                self.open_lookups = 0;
+                self.spread.close_window();
             }
         }
     }

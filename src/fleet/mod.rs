@@ -5,6 +5,7 @@
 pub mod fleet;
 pub mod pattern;
 pub mod route;
+mod share;
 mod spread;
 
 pub use fleet::Fleet;

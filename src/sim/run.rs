@@ -218,13 +218,6 @@ impl Run {
         self.process_at(ev, ev.len(), &|k| k, members, opts, first_ts);
     }
 
-    /// `process` of only the events at `indices` (in order): a fleet's pod takes its share of a batch this
-    /// way, without copying it.
-    pub fn process_only(&mut self, ev: &Events, indices: &[u32], members: &Membership, opts: &Options,
-                        first_ts: Option<i64>) {
-        self.process_at(ev, indices.len(), &|k| indices[k] as usize, members, opts, first_ts);
-    }
-
     /// The events `at(0), at(1), ..., at(n - 1)`.
     fn process_at(&mut self, ev: &Events, n: usize, at: &impl Fn(usize) -> usize, members: &Membership,
                   opts: &Options, first_ts: Option<i64>) {

@@ -267,3 +267,41 @@ fn no_refresh_schedule_costs_nothing_and_counts_nothing() {
     assert_eq!((c.hits, c.refresh_evictions, c.refresh_refetches), (2, 0, 0));
     assert!(sim.runs()[0].refresh_by_field().is_empty());
 }
+
+#[test]
+fn fleet_windows_over_many_chunks_equal_pods_simulated_apart() {
+    // 7 pods take their shares in chunks of 7 x 16 k events; windows of 1000 lookups and feeds of 37 k events
+    // cut across the chunks. Reference: one LRU per pod, fed the reads its entity routes to it, in trace order.
+    use crate::fleet::route::jump_hash;
+    use crate::policy::{lru::Lru, Policy};
+    let (pods, capacity, window) = (7u32, 300u64, 1000usize);
+    let keys: Vec<u64> = (0..300_000u64).map(|i| crate::hash::mix64(i * 31 % 7919) % 20_000).collect();
+    let ops: Vec<u8> = (0..keys.len()).map(|i| if i % 11 == 5 { OP_WRITE } else { OP_READ }).collect();
+    let mut sim = entries(&[], window as u64);
+    sim.add_fleet("lru", capacity, Unit::Entries, &[], pods, Route::Entity, None).unwrap();
+    for (k, o) in keys.chunks(37_000).zip(ops.chunks(37_000)) {
+        sim.feed(&Events { ops: Some(o), ..Events::reads(k) }).unwrap();
+    }
+    let mut lrus: Vec<Lru> = (0..pods).map(|_| Lru::new(capacity)).collect();
+    let (mut windows, mut pod_hits, mut open, mut lookups) = (Vec::new(), vec![0u64; pods as usize], 0, 0);
+    for (&key, &op) in keys.iter().zip(&ops) {
+        if op != OP_READ {
+            continue; // writes are ignored by default: they change no cache
+        }
+        let pod = jump_hash(crate::hash::mix64(key), pods) as usize;
+        let hit = lrus[pod].access(key, 1);
+        pod_hits[pod] += u64::from(hit);
+        open += u64::from(hit);
+        lookups += 1;
+        if lookups % window == 0 {
+            windows.push(open);
+            open = 0;
+        }
+    }
+    if lookups % window != 0 {
+        windows.push(open);
+    }
+    let fleet = &sim.fleets()[0];
+    assert_eq!(fleet.window_hits(), windows);
+    assert_eq!(fleet.counters().iter().map(|c| c.hits).collect::<Vec<_>>(), pod_hits);
+}

@@ -1,0 +1,131 @@
+//! One pod's share of a chunk of the stream, copied out in trace order.
+//!
+//! A pod of a 64-pod fleet takes about one event in 64. Reading them where they lie would fetch a cache line
+//! of every column for each event; copying the shares out in one sequential pass over each column, and
+//! letting each pod read its own share in sequence, costs a few bytes per event and spares those misses.
+//! Only the columns a pod's cache uses are copied: clients and shards serve the routing, done before.
+
+use crate::sim::events::Events;
+
+#[derive(Default)]
+pub struct Share {
+    /// Where each event of the share lies in the chunk.
+    pub at: Vec<u32>,
+    keys: Vec<u64>,
+    ops: Vec<u8>,
+    entities: Vec<u64>,
+    fields: Vec<u64>,
+    value_sizes: Vec<u32>,
+    key_bytes: Vec<u32>,
+    reqs: Vec<u64>,
+    conns: Vec<u64>,
+    batches: Vec<u64>,
+    ts_ns: Vec<i64>,
+}
+
+/// The pod of an event that reaches every pod (a write or a delete).
+pub const EVERY_POD: u32 = u32::MAX;
+
+impl Share {
+    /// The share as events, with the columns `like` has.
+    pub fn events<'a>(&'a self, like: &Events) -> Events<'a> {
+        Events {
+            keys: &self.keys,
+            ops: like.ops.map(|_| &self.ops[..]),
+            entities: like.entities.map(|_| &self.entities[..]),
+            fields: like.fields.map(|_| &self.fields[..]),
+            value_sizes: like.value_sizes.map(|_| &self.value_sizes[..]),
+            key_bytes: like.key_bytes.map(|_| &self.key_bytes[..]),
+            reqs: like.reqs.map(|_| &self.reqs[..]),
+            conns: like.conns.map(|_| &self.conns[..]),
+            batches: like.batches.map(|_| &self.batches[..]),
+            ts_ns: like.ts_ns.map(|_| &self.ts_ns[..]),
+            clients: None,
+            shards: None,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.at.clear();
+        self.keys.clear();
+        self.ops.clear();
+        self.entities.clear();
+        self.fields.clear();
+        self.value_sizes.clear();
+        self.key_bytes.clear();
+        self.reqs.clear();
+        self.conns.clear();
+        self.batches.clear();
+        self.ts_ns.clear();
+    }
+}
+
+/// Copies events `start..start + pods.len()` of `ev` into the shares of their pods (`EVERY_POD`: into all),
+/// column by column.
+pub fn share_out(ev: &Events, start: usize, pods: &[u32], shares: &mut [Share]) {
+    shares.iter_mut().for_each(Share::clear);
+    let positions: Vec<u32> = (0..pods.len() as u32).collect();
+    scatter(&positions, pods, shares, |s| &mut s.at);
+    let end = start + pods.len();
+    scatter(&ev.keys[start..end], pods, shares, |s| &mut s.keys);
+    if let Some(c) = ev.ops {
+        scatter(&c[start..end], pods, shares, |s| &mut s.ops);
+    }
+    if let Some(c) = ev.entities {
+        scatter(&c[start..end], pods, shares, |s| &mut s.entities);
+    }
+    if let Some(c) = ev.fields {
+        scatter(&c[start..end], pods, shares, |s| &mut s.fields);
+    }
+    if let Some(c) = ev.value_sizes {
+        scatter(&c[start..end], pods, shares, |s| &mut s.value_sizes);
+    }
+    if let Some(c) = ev.key_bytes {
+        scatter(&c[start..end], pods, shares, |s| &mut s.key_bytes);
+    }
+    if let Some(c) = ev.reqs {
+        scatter(&c[start..end], pods, shares, |s| &mut s.reqs);
+    }
+    if let Some(c) = ev.conns {
+        scatter(&c[start..end], pods, shares, |s| &mut s.conns);
+    }
+    if let Some(c) = ev.batches {
+        scatter(&c[start..end], pods, shares, |s| &mut s.batches);
+    }
+    if let Some(c) = ev.ts_ns {
+        scatter(&c[start..end], pods, shares, |s| &mut s.ts_ns);
+    }
+}
+
+fn scatter<T: Copy>(column: &[T], pods: &[u32], shares: &mut [Share], of: impl Fn(&mut Share) -> &mut Vec<T>) {
+    for (&value, &pod) in column.iter().zip(pods) {
+        if pod == EVERY_POD {
+            shares.iter_mut().for_each(|s| of(s).push(value));
+        } else {
+            of(&mut shares[pod as usize]).push(value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_pod_gets_its_events_in_order_and_every_pod_the_writes() {
+        let keys = [10, 11, 12, 13, 14];
+        let ops = [0u8, 1, 0, 0, 2];
+        let ev = Events { keys: &keys, ops: Some(&ops), ..Events::default() };
+        let mut shares: Vec<Share> = (0..2).map(|_| Share::default()).collect();
+        share_out(&ev, 1, &[EVERY_POD, 1, 0, EVERY_POD], &mut shares);
+        assert_eq!(shares[0].at, [0, 2, 3]);
+        assert_eq!(shares[0].events(&ev).keys, [11, 13, 14]);
+        assert_eq!(shares[1].events(&ev).keys, [11, 12, 14]);
+        assert_eq!(shares[1].events(&ev).ops, Some(&[1u8, 0, 2][..]));
+        assert!(shares[1].events(&ev).reqs.is_none());
+    }
+}
