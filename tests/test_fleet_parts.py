@@ -17,9 +17,9 @@ def batched(tmp_path_factory):
     return write_batched_trace(tmp_path_factory.mktemp("parts") / "batched.parquet")
 
 
-def _fleet(trace, route, pods, subset=None):
+def _fleet(trace, route, pods, subset=None, **extra):
     kw = dict(lru=[60], pods=pods, route=route, window=700, writes="invalidate",
-              key_pattern=KEY_PATTERN if route == "key-pattern" else None)
+              key_pattern=KEY_PATTERN if route == "key-pattern" else None, **extra)
     if subset is None:
         return cachescope.simulate_trace(trace, **kw)
     return cachescope.simulate_trace(trace, _subset=([], [subset], False), **kw)["fleets"][0]
@@ -34,22 +34,33 @@ def _same(a, b):
             assert a[k] == b[k], k
 
 
-@pytest.mark.parametrize("route,pods,of", [("entity", 5, 2), ("key-pattern", 4, 3), ("client", None, 2),
-                                          ("entity", 3, 3)])
-def test_the_parts_of_a_fleet_put_together_are_the_whole_fleet(batched, route, pods, of):
-    parts = [_fleet(batched, route, pods, (0, part, of)) for part in range(of)]
+ROLLING = {"rolling_restart_every": "8s", "rolling_over": "3s"}  # the trace spans 30 s
+
+
+@pytest.mark.parametrize("route,pods,of,extra", [("entity", 5, 2, {}), ("key-pattern", 4, 3, {}),
+                                                ("client", None, 2, {}), ("entity", 3, 3, {}),
+                                                ("entity", 4, 2, ROLLING), ("entity", 4, 2, {"one_pod_of": 4})])
+def test_the_parts_of_a_fleet_put_together_are_the_whole_fleet(batched, route, pods, of, extra):
+    at = 0
+    if "one_pod_of" in extra:  # the sharded what-if of one pod's capture: its fleet of 4 on a faster clock
+        route, pods, at = "random", None, 1
+    parts = [_fleet(batched, route, pods, (at, part, of), **extra) for part in range(of)]
     assert all(len(p["per_pod"]) < (pods or 3) for p in parts)  # each part ran only its own pods
     # The whole fleet as the core gives it, from one run of all its pods.
-    whole = _fleet(batched, route, pods, (0, 0, 1))
+    whole = _fleet(batched, route, pods, (at, 0, 1), **extra)
+    assert whole["time_factor"] == (4 if at else 1)
+    if extra is ROLLING:
+        assert all(len(p["restart_times"]) == 3 for p in whole["per_pod"])
+        assert len({p["restart_times"][0] for p in whole["per_pod"]}) == 4  # each pod at its own time
     _same(merge_fleet_parts(parts), whole)
     served = whole["served"]
     assert 0 < served["round_trips_saved"] < served["round_trips"]
     assert 0 < served["commands_served"] < served["commands"]
     assert not np.isnan(whole["window_spread"]).any() and len(whole["window_spread"]) > 10
-    if route != "client":
+    if whole["route"] != "client":
         # A batch reaches several pods: the fleet's saved round trips are not the pods' summed.
         assert served["round_trips_saved"] < sum(p["round_trips_saved"] for p in whole["per_pod"])
-    assert _fleet(batched, route, pods).summary["round_trips_saved"].iloc[0] == served["round_trips_saved"]
+    assert _fleet(batched, route, pods, **extra).summary["round_trips_saved"].iloc[at] == served["round_trips_saved"]
 
 
 def test_only_fleets_of_independent_pods_are_split():

@@ -426,7 +426,7 @@ mod tests {
         for i in 0..n {
             let r = mix64(i);
             t.keys.push(mix64(r % 97 + (r >> 60) * (r % 3)));
-            t.ops.push(if r % 13 == 0 { OP_WRITE } else { OP_READ });
+            t.ops.push(if r.is_multiple_of(13) { OP_WRITE } else { OP_READ });
             t.reqs.push(i / 3);
             t.conns.push(i / 3 % 4);
             t.batches.push(i / 12);
