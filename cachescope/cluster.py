@@ -69,15 +69,13 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
 
     if scheduler is not None:
         _check_reachable(scheduler)
-        not_dask = (f"--scheduler {scheduler}: something answered there, but not as a Dask scheduler does "
-                    "(another service on that port? a proxy?)")
         try:
             client = Client(scheduler, timeout=f"{HANDSHAKE_TIMEOUT_S}s")
         except (OSError, TimeoutError) as e:
             raise UsageError(f"--scheduler {scheduler}: no Dask scheduler answered there ({_one_line(e)})") \
                 from None
         except Exception:  # noqa: BLE001 - Dask read a length from bytes that were no greeting, and so on
-            raise UsageError(not_dask) from None
+            raise UsageError(_not_dask(scheduler)) from None
         with client:
             yield client
         return
@@ -136,8 +134,12 @@ def _check_greeting(scheduler: str, conn: socket.socket) -> None:
     except OSError as e:
         raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e.strerror or e})") from None
     if not 0 < int.from_bytes(head, "little") <= MAX_GREETING_BYTES:
-        raise UsageError(f"--scheduler {scheduler}: something answered there, but not as a Dask scheduler does "
-                         "(another service on that port? a proxy?)")
+        raise UsageError(_not_dask(scheduler))
+
+
+def _not_dask(scheduler: str) -> str:
+    return (f"--scheduler {scheduler}: something answered there, but not as a Dask scheduler does (another "
+            "service on that port? a proxy?)")
 
 
 def cluster_threads(client) -> int:
