@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 import uuid
 from contextlib import contextmanager
 from typing import Callable
 
 from cachescope.errors import UsageError
+
+# How long a scheduler's host has to accept a connection, and then to greet as a Dask scheduler does: Dask
+# itself retries a refused connection until its timeout (a mistyped address was a long wait), and waits for
+# the greeting of whatever accepted the connection without end.
+CONNECT_TIMEOUT_S = 3
+HANDSHAKE_TIMEOUT_S = 10
+# A scheduler greets a new connection with one small frame, its length first (8 bytes, little-endian).
+MAX_GREETING_BYTES = 1 << 20
+DEFAULT_SCHEDULER_PORT = 8786
 
 
 def dask_available() -> bool:
@@ -58,16 +68,78 @@ def dask_client(workers: int | None = None, scheduler: str | None = None):
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
+        _check_reachable(scheduler)
         try:
-            client = Client(scheduler, timeout="10s")
+            client = Client(scheduler, timeout=f"{HANDSHAKE_TIMEOUT_S}s")
         except (OSError, TimeoutError) as e:
-            raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
+            raise UsageError(f"--scheduler {scheduler}: no Dask scheduler answered there ({_one_line(e)})") \
+                from None
+        except Exception:  # noqa: BLE001 - Dask read a length from bytes that were no greeting, and so on
+            raise UsageError(_not_dask(scheduler)) from None
         with client:
             yield client
         return
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         yield client
+
+
+def _check_reachable(scheduler: str) -> None:
+    """Fails in one line, within CONNECT_TIMEOUT_S, when nothing accepts a TCP connection at the scheduler's
+    address (refused, no answer, no such host), and within HANDSHAKE_TIMEOUT_S more when what accepted it
+    does not greet as a scheduler does. TLS and other transports are left to Dask past the connection."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(scheduler)
+        host, port = parse_host_port(location, DEFAULT_SCHEDULER_PORT)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"--scheduler {scheduler}: not an address like tcp://HOST:8786 ({e})") from None
+    if scheme not in ("tcp", "tls", "inproc", "ucx", "ws", "wss"):
+        raise UsageError(f"--scheduler {scheduler}: unknown transport {scheme!r} (tcp://HOST:8786, tls://...)")
+    if scheme not in ("tcp", "tls"):
+        return
+    try:
+        conn = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+    except socket.gaierror as e:
+        why = f"no such host ({e.strerror or e})"
+    except ConnectionRefusedError:
+        why = "connection refused: is the scheduler running, on that port?"
+    except (socket.timeout, TimeoutError):
+        why = f"no answer within {CONNECT_TIMEOUT_S} s"
+    except OSError as e:
+        why = e.strerror or str(e)
+    else:
+        with conn:
+            if scheme == "tcp":
+                _check_greeting(scheduler, conn)
+        return
+    raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({why})")
+
+
+def _check_greeting(scheduler: str, conn: socket.socket) -> None:
+    """The first 8 bytes a Dask scheduler sends on a new connection, unasked: the length of its greeting."""
+    conn.settimeout(HANDSHAKE_TIMEOUT_S)
+    head = b""
+    try:
+        while len(head) < 8:
+            more = conn.recv(8 - len(head))
+            if not more:
+                raise UsageError(f"--scheduler {scheduler}: the connection was closed without a word: no Dask "
+                                 "scheduler there")
+            head += more
+    except (socket.timeout, TimeoutError):
+        raise UsageError(f"--scheduler {scheduler}: something accepts connections there but said nothing within "
+                         f"{HANDSHAKE_TIMEOUT_S} s (a Dask scheduler greets at once)") from None
+    except OSError as e:
+        raise UsageError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e.strerror or e})") from None
+    if not 0 < int.from_bytes(head, "little") <= MAX_GREETING_BYTES:
+        raise UsageError(_not_dask(scheduler))
+
+
+def _not_dask(scheduler: str) -> str:
+    return (f"--scheduler {scheduler}: something answered there, but not as a Dask scheduler does (another "
+            "service on that port? a proxy?)")
 
 
 def cluster_threads(client) -> int:

@@ -682,13 +682,14 @@ impl Simulation {
     /// routed by `route` (`random`, `round-robin`, `entity`); with `rolling` (every_ns, over_ns), a rolling
     /// restart of the pods every `every_ns`, from the first pod to the last over `over_ns`.
     /// `time_factor`: the pods' clock runs that many times faster than the trace's (the sharded what-if from
-    /// one pod's capture).
+    /// one pod's capture). `part` (part, of): run only the pods `p % of == part` (one task of a sweep split by
+    /// pods; `fleets` then hands out the parts that the other tasks' complete).
     #[pyo3(signature = (policy, capacity, pods, route, entry_overhead=None, params=HashMap::new(), seed=0,
-                        rolling=None, time_factor=1))]
+                        rolling=None, time_factor=1, part=None))]
     #[allow(clippy::too_many_arguments)]
     fn add_fleet(&mut self, policy: &str, capacity: u64, pods: u32, route: &str, entry_overhead: Option<u32>,
-                 params: HashMap<String, f64>, seed: u64, rolling: Option<(i64, i64)>, time_factor: u32)
-                 -> PyResult<()> {
+                 params: HashMap<String, f64>, seed: u64, rolling: Option<(i64, i64)>, time_factor: u32,
+                 part: Option<(u32, u32)>) -> PyResult<()> {
         let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
         let mut params: Vec<(String, f64)> = params.into_iter().collect();
         params.sort_by(|a, b| a.0.cmp(&b.0));
@@ -697,13 +698,21 @@ impl Simulation {
         if time_factor > 1 {
             self.inner.last_fleet().compress_time(time_factor);
         }
+        if let Some((part, of)) = part {
+            self.inner.last_fleet().only_pods(part, of).map_err(value_err)?;
+        }
         Ok(())
     }
 
     /// One dict per fleet: `policy`, `capacity`, `route`, `pods`, `per_pod` (one dict of counters per pod, with
     /// `resident` and `restart_times`), `window_hits`, the fleet's hits per timeline window, and `served`, the
     /// fleet's own `commands`, `commands_served`, `round_trips` and `round_trips_saved` (a sharded request can
-    /// reach several pods: these are not sums over pods).
+    /// reach several pods: these are not sums over pods). A fleet that runs only some pods (`part`) has
+    /// `per_pod` for those, their numbers in `pod_ids`, and `part` (part, of), `window_pods` (uint64[windows,
+    /// pods run here, 2]: each window's hits and lookups of each, the open window last) and `served_parts`
+    /// (`commands`, `command_candidates`, `command_misses`, `lone_hits`, `batched`, `round_trips`,
+    /// `round_trip_candidates`, `round_trip_misses`; the misses as bits in uint64 words, see
+    /// `fleet::ServedParts`).
     fn fleets<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.inner
             .fleets()
@@ -713,7 +722,7 @@ impl Simulation {
                 d.set_item("policy", f.policy.as_str())?;
                 d.set_item("capacity", f.capacity)?;
                 d.set_item("route", f.route().name())?;
-                d.set_item("pods", f.pods().len())?;
+                d.set_item("pods", f.pod_count())?;
                 d.set_item("rolling", f.rolls())?;
                 d.set_item("time_factor", f.time_factor())?;
                 let per_pod = f.pods().iter().map(|r| run_dict(py, r)).collect::<PyResult<Vec<_>>>()?;
@@ -731,6 +740,25 @@ impl Simulation {
                 served.set_item("round_trips", s.round_trips)?;
                 served.set_item("round_trips_saved", s.round_trips_saved)?;
                 d.set_item("served", served)?;
+                if let (Some((part, of)), Some(parts), Some(windows)) = (f.part(), f.served_parts(), f.pod_windows()) {
+                    d.set_item("part", (part, of))?;
+                    d.set_item("pod_ids", f.pod_ids().to_vec())?;
+                    let pods = f.pods().len();
+                    let flat: Vec<u64> = windows.iter().flatten().flat_map(|&(h, l)| [h, l]).collect();
+                    let windows = numpy::ndarray::Array3::from_shape_vec((windows.len(), pods, 2), flat)
+                        .map_err(|e| value_err(e.to_string()))?;
+                    d.set_item("window_pods", windows.into_pyarray(py))?;
+                    let p = PyDict::new(py);
+                    p.set_item("commands", parts.commands)?;
+                    p.set_item("command_candidates", parts.command_candidates)?;
+                    p.set_item("command_misses", parts.command_misses.into_pyarray(py))?;
+                    p.set_item("lone_hits", parts.lone_hits)?;
+                    p.set_item("batched", parts.batched)?;
+                    p.set_item("round_trips", parts.round_trips)?;
+                    p.set_item("round_trip_candidates", parts.round_trip_candidates)?;
+                    p.set_item("round_trip_misses", parts.round_trip_misses.into_pyarray(py))?;
+                    d.set_item("served_parts", p)?;
+                }
                 Ok(d)
             })
             .collect()

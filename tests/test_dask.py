@@ -1,7 +1,8 @@
 """Several captures parsed and sweeps simulated on Dask: a real scheduler and two workers started here on
 loopback (`dask scheduler`, `dask worker`), and a LocalCluster (`--workers 2`), give the serial run's rows and
 results; a capture that cannot be parsed is named while the others are written; a worker killed mid-task has
-its task run again, and the answer is still the serial one."""
+its task run again, and the answer is still the serial one; a fleet of independent pods split into tasks of
+pod subsets gives the serial fleet; an address where no scheduler answers fails in one line."""
 
 import json
 import os
@@ -9,13 +10,16 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_cli
+from batched_trace import KEY_PATTERN, write_batched_trace
+from conftest import REPO, run_cli
 from fleet_captures import REDIS_PORT, SAMPLE, replicate, write_fleet
 
 
@@ -180,3 +184,114 @@ def test_a_worker_killed_mid_task_has_its_task_run_again(tmp, scheduler):
     assert proc.returncode == 0, err
     assert json.loads(out) == json.loads(serial.stdout)
     _wait_for_workers(scheduler, 2)  # the nanny's new worker joined, for the tests after
+
+
+def test_fleets_split_by_pods_on_a_real_cluster_give_the_serial_fleets(tmp, scheduler, monkeypatch):
+    """Sharded and client fleets run as tasks of pod subsets (two workers: each fleet in two parts), whose
+    batches reach pods of both parts; the replicated fleet stays whole. Everything as the serial run: each
+    pod's counters, the fleet's hits, commands served and round trips saved, the timeline with its spread."""
+    import cachescope
+    from cachescope.simulate.fleet_parts import merge_fleet_parts
+
+    trace = write_batched_trace(tmp / "batched.parquet")
+    sweep = ["--lru", "40,200", "--pods", "4", "--route", "entity,key-pattern,client,random", "--key-pattern",
+             KEY_PATTERN, "--writes", "invalidate", "--window", "900", "--json", "--no-progress"]
+    serial = run_cli("simulate.py", trace, *sweep, "--timeline", tmp / "serial.csv", check_rc=0)
+    cluster = run_cli("simulate.py", trace, *sweep, "--timeline", tmp / "cluster.csv", "--scheduler", scheduler,
+                      check_rc=0)
+    doc = json.loads(serial.stdout)
+    assert json.loads(cluster.stdout) == doc
+    assert (tmp / "cluster.csv").read_text() == (tmp / "serial.csv").read_text()
+    sharded = [r for r in doc["results"] if r["route"] in ("entity", "key-pattern")]
+    assert len(sharded) == 4 and all(0 < r["round_trips_saved"] < sum(p["round_trips_saved"] for p in r["per_pod"])
+                                     for r in sharded)
+    assert "pod_hit_rate_median" in (tmp / "serial.csv").read_text().splitlines()[0]
+    # The sweep did split them: the planned tasks, and a merge seen on the way.
+    seen = []
+
+    def spy(parts):
+        seen.append(sorted(p["part"] for p in parts))
+        return merge_fleet_parts(parts)
+
+    monkeypatch.setattr("cachescope.simulate.sweep.merge_fleet_parts", spy)
+    result = cachescope.simulate_trace(trace, lru=[40], pods=4, route="entity,client,random", scheduler=scheduler)
+    assert seen == [[(0, 2), (1, 2)]] * 2
+    serial = cachescope.simulate_trace(trace, lru=[40], pods=4, route="entity,client,random")
+    pd.testing.assert_frame_equal(result.summary, serial.summary)
+    pd.testing.assert_frame_equal(result.timeline, serial.timeline)
+
+
+def _cli(*args):
+    """A command with a generous timeout: a hang fails the test, a slow machine does not."""
+    return subprocess.run([sys.executable, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def _listener(backlog=1):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(backlog)
+    return s, f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_an_address_where_no_scheduler_answers_is_one_line(tmp, fleet):
+    """Refused (nothing listens), no answer (a listener whose queue is full drops new connections), something
+    that accepts and says nothing, something that answers but is no scheduler (an HTTP server): one line
+    naming the address and why, exit status 2. Dask alone retried a refused connection for 10 s, waited for a
+    silent listener's greeting without end, and read an HTTP answer as a frame of 3 EiB (a MemoryError
+    traceback)."""
+    trace = write_batched_trace(tmp / "small.parquet", n=300)
+    sweep = [trace, "--lru", "10", "--no-progress"]
+
+    def one_line(proc, address, why):
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (proc.returncode, proc.stderr)
+        assert address in lines[0] and why in lines[0], lines[0]
+
+    refused, address = _listener()
+    refused.close()
+    one_line(_cli("simulate.py", *sweep, "--scheduler", address), address, "connection refused")
+    full, address = _listener(backlog=0)
+    waiting = socket.create_connection(full.getsockname())  # fills the queue: later connections get no answer
+    try:
+        one_line(_cli("simulate.py", *sweep, "--scheduler", address), address, "no answer within")
+    finally:
+        waiting.close()
+        full.close()
+    silent, address = _listener()  # the kernel accepts connections for it; it never says a word
+    try:
+        one_line(_cli("simulate.py", *sweep, "--scheduler", address), address, "said nothing within")
+    finally:
+        silent.close()
+    http, address = _listener()
+
+    def answer():
+        conn, _ = http.accept()
+        with conn:
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            time.sleep(1)
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        one_line(_cli("parse.py", fleet["host1"], fleet["host2"], "-o", f"{tmp}/out/", "--scheduler", address),
+                 address, "not as a Dask scheduler does")
+    finally:
+        http.close()
+
+
+def test_a_sweep_on_a_cluster_reports_its_inputs_as_the_serial_run_does(tmp, fleet, scheduler):
+    """What reading each capture found (the input section of the summary on stderr, and what the report
+    reads), for one capture and for a merge of two."""
+    import cachescope
+
+    for trace in ([fleet["host1"]], [fleet["host1"], fleet["host2"]]):
+        args = [*trace, "--lru", "8", "--pods", "2", "--route", "entity", "--port", "6379", "--no-progress"]
+        serial = run_cli("simulate.py", *args, check_rc=0)
+        cluster = run_cli("simulate.py", *args, "--scheduler", scheduler, check_rc=0)
+        assert "packets" in serial.stderr and serial.stderr.count("packets") == len(trace)
+        assert cluster.stderr == serial.stderr
+        assert cluster.stdout == serial.stdout
+        one = [str(t) for t in trace] if len(trace) > 1 else str(trace[0])
+        here = cachescope.simulate_trace(one, lru=[8], ports=(6379,))
+        there = cachescope.simulate_trace(one, lru=[8], ports=(6379,), scheduler=scheduler)
+        assert there.input_reports == here.input_reports and len(here.input_reports) == len(trace)
+        assert there.request == here.request and there.capture_stats == here.capture_stats

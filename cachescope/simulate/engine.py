@@ -162,13 +162,35 @@ def simulate_trace(
     restarts = [opt.parse_time(t) for t in ([restart_at] if isinstance(restart_at, str) else restart_at)]
     allow = None if allow_list is None else opt.read_allow_list(allow_list)
     schedule = [] if refresh_schedule is None else opt.read_refresh_rows(refresh_schedule)
+    sources = getattr(source, "sources", [source])
+
+    def request_of():
+        """What was asked, as the report states its assumptions (and where to read the trace again for its
+        anatomy); the same for a sweep on Dask."""
+        return {
+            "inputs": [(s.path, s.format, s.ports, s.rereadable) for s in sources],
+            "writes": writes, "entry_overhead": entry_overhead, "allow_list": allow_list is not None,
+            "allowed_features": 0 if allow is None else len(allow), "ttl": ttl, "restart_every": restart_every,
+            "restart_at": list(restarts), "rolling": rolling_restart_every, "rolling_over": rolling_over,
+            "targets": targets, "curve": curve_policies, "sample": sample, "sample_keys": sample_keys,
+            "salts": salts, "pods": pods, "route": route, "one_pod_of": one_pod_of,
+            "assume_value_size": assume_value_size, "refresh_schedule": refresh_schedule is not None,
+        }
+
     if _subset is None and (scheduler is not None or workers):
         from cachescope.simulate.sweep import sweep_on_dask
 
-        return sweep_on_dask(call, source, runs, fleets, bool(curve_policies), policy_params, curve_unit, targets)
+        result = sweep_on_dask(call, source, runs, fleets, bool(curve_policies), policy_params, curve_unit,
+                               targets)
+        result.request = request_of()
+        result.same_trace = _same_trace(call, sources)
+        return result
+    fleet_parts = [None] * len(fleets)
     if _subset is not None:
+        # The fleets as (index, part, of): a fleet of one part whole, else its pods `p % of == part` only.
         run_ids, fleet_ids, with_curves = _subset
-        runs, fleets = [runs[i] for i in run_ids], [fleets[i] for i in fleet_ids]
+        runs, fleets = [runs[i] for i in run_ids], [fleets[i] for i, _, _ in fleet_ids]
+        fleet_parts = [None if of == 1 else (part, of) for _, part, of in fleet_ids]
         curve_policies = curve_policies if with_curves else []
     future = None
     if any(p in _native.NEEDS_FUTURE for p, _ in runs):
@@ -193,9 +215,9 @@ def simulate_trace(
         )
         if _by_field:
             sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
-        for policy, cap, n, r in fleets:
+        for (policy, cap, n, r), part in zip(fleets, fleet_parts):
             sim.add_fleet(policy, cap.value, n, r, entry_overhead if cap.unit == "bytes" else None,
-                          policy_params.get(policy, {}), 0, rolling, n if what_if and r == "entity" else 1)
+                          policy_params.get(policy, {}), 0, rolling, n if what_if and r == "entity" else 1, part)
         _add_curves(sim, curve_policies, curve_capacities, curve_caps, curve_unit,
                     entry_overhead if curve_unit == "bytes" else None, parse_sample(sample), sample_keys, salts,
                     policy_params)
@@ -233,20 +255,10 @@ def simulate_trace(
     # A capture or text trace read here: what reading it found, for the same report parse.py gives; a merge's
     # inputs each their own.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
-    sources = getattr(source, "sources", [source])
-    result.input_reports = [{"input": s.path, **s.capture_stats} for s in sources if s.capture_stats]
+    result.input_reports = input_reports(source)
     if curve_policies:
         result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
-    # What was asked, as the report states its assumptions (and where to read the trace again for its anatomy).
-    result.request = {
-        "inputs": [(s.path, s.format, s.ports, s.rereadable) for s in sources],
-        "writes": writes, "entry_overhead": entry_overhead, "allow_list": allow_list is not None,
-        "allowed_features": 0 if allow is None else len(allow), "ttl": ttl, "restart_every": restart_every,
-        "restart_at": list(restarts), "rolling": rolling_restart_every, "rolling_over": rolling_over,
-        "targets": targets, "curve": curve_policies, "sample": sample, "sample_keys": sample_keys,
-        "salts": salts, "pods": pods, "route": route, "one_pod_of": one_pod_of,
-        "assume_value_size": assume_value_size, "refresh_schedule": refresh_schedule is not None,
-    }
+    result.request = request_of()
     result.same_trace = _same_trace(call, sources)
     return result
 
@@ -269,6 +281,12 @@ def _same_trace(call: dict, sources) -> dict:
     if len(sources) == 1 and sources[0].format == "pcap":
         out["ports"] = sources[0].ports  # found once, not searched for again
     return out
+
+
+def input_reports(source) -> list:
+    """What reading each input found (a capture's or text trace's counters), for the same report parse.py
+    gives; a merge's inputs each their own."""
+    return [{"input": s.path, **s.capture_stats} for s in getattr(source, "sources", [source]) if s.capture_stats]
 
 
 def _open(trace, format, granularity, ports, csv_spec=None):

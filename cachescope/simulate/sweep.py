@@ -7,19 +7,32 @@ simulates exactly what the serial run does for those caches: the runs of one pas
 route draws from a fixed seed), and the infinite bound, the timeline's windows and the trace's counts are the
 same in every task (taken from the first). The price is reading the trace once per task instead of once; it
 pays when the cluster has more cores than one machine, or the sweep more caches than one machine's memory
-holds (memory per task: its caches plus one batch of the trace)."""
+holds (memory per task: its caches plus one batch of the trace).
+
+A fleet of the sharded routes (`entity`, `key-pattern`) or of the `client` route, whose pods are independent,
+is split by pods into as many parts as the cluster runs tasks at once (no more than its pods), each part in a
+task of its own: a part routes every lookup but runs only its pods, and the parts are put back together
+exactly (fleet_parts.py). A replicated fleet (`random`, `round-robin`) stays whole in one task."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from cachescope.errors import CachescopeError, UsageError
+from cachescope.simulate.fleet_parts import merge_fleet_parts
 from cachescope.simulate.options import read_refresh_rows, refresh_features
 from cachescope.simulate.result import SimulationResult
+
+# The routes whose pods are independent: a lookup's pod does not depend on the requests before it.
+SPLIT_ROUTES = ("entity", "key-pattern", "client")
 
 
 def task_outputs(source, sim, first_ts, with_curves: bool) -> dict:
     """What a task sends back: the core's outputs and the trace's counts, as plain data."""
+    from cachescope.simulate.engine import input_reports
+
     return {
         "results": sim.results(),
         "fleets": sim.fleets(),
@@ -29,6 +42,7 @@ def task_outputs(source, sim, first_ts, with_curves: bool) -> dict:
         "info": source.info,
         "hosts": list(getattr(source, "hosts", [])),
         "capture_stats": dict(source.capture_stats),
+        "input_reports": input_reports(source),
         "unmatched_shards": getattr(source, "unmatched_shards", 0),
         "first_ts": first_ts,
     }
@@ -36,19 +50,26 @@ def task_outputs(source, sim, first_ts, with_curves: bool) -> dict:
 
 class _Combined:
     """The tasks' outputs, answering as one Simulation does: the runs and fleets in the serial run's order
-    (each task says which it ran), the bound last."""
+    (each task says which it ran, a fleet split by pods in several tasks), the bound last."""
 
     def __init__(self, parts: list[dict], subsets: list[tuple]):
         self.parts = parts
         self.unique_reads = parts[0]["unique_reads"]
         self._runs = sorted((i, p, at) for p, (runs, _, _) in enumerate(subsets) for at, i in enumerate(runs))
-        self._fleets = sorted((i, p, at) for p, (_, fleets, _) in enumerate(subsets) for at, i in enumerate(fleets))
+        self._fleets: dict[int, list] = {}
+        for p, (_, fleets, _) in enumerate(subsets):
+            for at, (i, _, _) in enumerate(fleets):
+                self._fleets.setdefault(i, []).append((p, at))
 
     def results(self) -> list:
         return [self.parts[p]["results"][at] for _, p, at in self._runs] + [self.parts[0]["results"][-1]]
 
     def fleets(self) -> list:
-        return [self.parts[p]["fleets"][at] for _, p, at in self._fleets]
+        out = []
+        for i in sorted(self._fleets):
+            pieces = [self.parts[p]["fleets"][at] for p, at in self._fleets[i]]
+            out.append(pieces[0] if len(pieces) == 1 and "part" not in pieces[0] else merge_fleet_parts(pieces))
+        return out
 
     def curves(self) -> list:
         return [c for p in self.parts for c in p["curves"]]
@@ -81,18 +102,16 @@ def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: boo
     opened = getattr(source, "_opened", None)
     if opened is not None:
         opened.close()  # the tasks read the trace; this process only planned the sweep
-    units = [("run", i) for i in range(len(runs))] + [("fleet", i) for i in range(len(fleets))]
-    if with_curves:
-        units.append(("curves", 0))
     scheduler, workers = call["scheduler"], call["workers"]
     if scheduler is None and workers is None:
-        workers = default_workers(len(units))
+        workers = default_workers(len(_units(runs, fleets, with_curves, os.cpu_count() or 1)))
     base = {k: v for k, v in call.items() if k not in ("scheduler", "workers", "_subset", "capacities")}
     base.update(call["capacities"], progress=False)
     if getattr(source, "format", None) == "pcap":
         base["ports"] = source.ports  # found once here, not again by every task
     with dask_client(workers, scheduler) as client:
-        subsets = _groups(units, cluster_threads(client))
+        threads = cluster_threads(client)
+        subsets = _groups(_units(runs, fleets, with_curves, threads), threads)
         names = [_name(runs, fleets, s) for s in subsets]
         args = [({**base, "_subset": s},) for s in subsets]
         parts = run_tasks(client, _task, args, names, progress=call["progress"], what="simulations")
@@ -108,6 +127,7 @@ def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: boo
     result = SimulationResult.from_simulation(src, combined, call["window"], parts[0]["first_ts"], runs,
                                               policy_params, [f[1].unit for f in fleets], features)
     result.capture_stats = {"input": src.path, **src.capture_stats} if src.capture_stats else {}
+    result.input_reports = parts[0]["input_reports"]
     if with_curves:
         result.add_curves(combined.curves(), curve_unit, targets, call["entry_overhead"])
     return result
@@ -119,15 +139,25 @@ def _task(kwargs: dict) -> dict:
     return simulate_trace(**kwargs)
 
 
+def _units(runs: list, fleets: list, with_curves: bool, threads: int) -> list[tuple]:
+    """The pieces of work: each run, each fleet (a fleet of independent pods as `min(pods, threads)` parts,
+    one after another so that they go to different tasks), the curves."""
+    units = [("run", i) for i in range(len(runs))]
+    for i, (_, _, pods, route) in enumerate(fleets):
+        of = max(1, min(threads, pods or threads)) if route in SPLIT_ROUTES else 1
+        units += [("fleet", (i, part, of)) for part in range(of)]
+    return units + ([("curves", 0)] if with_curves else [])
+
+
 def _groups(units: list[tuple], tasks: int) -> list[tuple]:
     """The simulations dealt into as many tasks as the cluster runs at once (at most one each): a task runs
     its share in one pass over the trace, as the serial run does all of them, so the trace is read once per
-    task rather than once per simulation. (run ids, fleet ids, with the curves) per task."""
+    task rather than once per simulation. (run ids, fleets as (id, part, of), with the curves) per task."""
     tasks = max(1, min(tasks, len(units)))
     groups = []
     for t in range(tasks):
         mine = units[t::tasks]
-        groups.append(([i for kind, i in mine if kind == "run"], [i for kind, i in mine if kind == "fleet"],
+        groups.append(([i for kind, i in mine if kind == "run"], [f for kind, f in mine if kind == "fleet"],
                        any(kind == "curves" for kind, _ in mine)))
     return groups
 
@@ -135,5 +165,6 @@ def _groups(units: list[tuple], tasks: int) -> list[tuple]:
 def _name(runs, fleets, subset) -> str:
     run_ids, fleet_ids, curves = subset
     what = [f"{runs[i][0]} {runs[i][1].value}" for i in run_ids]
-    what += [f"{fleets[i][0]} {fleets[i][1].value} x{fleets[i][2] or 'client'} {fleets[i][3]}" for i in fleet_ids]
+    what += [f"{fleets[i][0]} {fleets[i][1].value} x{fleets[i][2] or 'client'} {fleets[i][3]}"
+             + (f" (pods {part} mod {of})" if of > 1 else "") for i, part, of in fleet_ids]
     return ", ".join(what + (["curves"] if curves else [])) or "trace"

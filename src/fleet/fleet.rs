@@ -7,13 +7,19 @@
 //!
 //! Commands served and round trips saved are the fleet's, not sums over pods: a sharded route sends the
 //! lookups of one MGET, or of one batch, to several pods, and the request is served only if all of them hit.
+//!
+//! A fleet can run only some of its pods (`only_pods`: one task of a sweep split by pods, for the sharded and
+//! client routes whose pods are independent): it routes every lookup as the whole fleet does, but keeps caches
+//! only for its pods, and writes reach only them. What it says of its pods (their counters, their hits in each
+//! window) is what the whole fleet says of them; what needs every pod (commands served, round trips saved,
+//! the spread) it hands out as parts that the other tasks' complete (`ServedParts`, `pod_windows`).
 
 use super::route::{Route, Router};
-use super::share::{self, Share, EVERY_POD};
+use super::share::{self, Share, EVERY_POD, NO_POD};
 use super::spread::Spread;
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
-use crate::sim::{Counters, Membership, RoundTrips, Run};
+use crate::sim::{Counters, Membership, RoundTripCounts, RoundTrips, Run};
 use crate::trace::reader::OP_READ;
 
 pub struct Fleet {
@@ -22,7 +28,13 @@ pub struct Fleet {
     pub unit: Unit,
     params: Vec<(String, f64)>,
     router: Router,
+    /// The pods it runs: all of them, or with `only_pods` those `p % of == part`, in order (`pod_ids`).
     pods: Vec<Run>,
+    pod_ids: Vec<u32>,
+    /// (part, of) with `only_pods`.
+    only: Option<(u32, u32)>,
+    /// The fleet's pods, run here or not (the client route's grow with the clients seen).
+    total_pods: u32,
     /// Each pod's options: the fleet's, with its own phase of a rolling restart.
     pod_opts: Vec<Options>,
     /// The fleet's options, for pods added later (the client route).
@@ -37,10 +49,12 @@ pub struct Fleet {
     /// The pods' clock runs this many times faster than the trace's (1: the trace's own).
     time_factor: u32,
     served: Served,
-    /// The events of a pod's share that hit, and the chunk's events that hit, as flags by event.
+    /// The events of a pod's share that hit, and what became of each event of the chunk (`MISSED`, `HIT`,
+    /// `ELSEWHERE`).
     hit_indices: Vec<u32>,
-    hit_flags: Vec<bool>,
-    /// The pod of each event of the chunk being shared out (`EVERY_POD` for writes and deletes).
+    outcome: Vec<u8>,
+    /// The pod run here of each event of the chunk being shared out: `EVERY_POD` for writes and deletes,
+    /// `NO_POD` for a lookup of a pod another task runs (`only_pods`).
     pod_of: Vec<u32>,
 }
 
@@ -49,6 +63,12 @@ pub struct Fleet {
 /// event (about 25 bytes an event) stay small.
 const CHUNK_PER_POD: usize = 1 << 14;
 const MAX_CHUNK: usize = 1 << 20;
+
+/// An event's outcome: a lookup that missed (or no lookup), a lookup that hit, a lookup routed to a pod this
+/// fleet does not run (`only_pods`): its outcome is another task's.
+const MISSED: u8 = 0;
+const HIT: u8 = 1;
+const ELSEWHERE: u8 = 2;
 
 /// The fleet's commands served and round trips saved (see the module comment).
 #[derive(Default)]
@@ -66,6 +86,24 @@ pub struct FleetServed {
     pub commands_served: u64,
     pub round_trips: u64,
     pub round_trips_saved: u64,
+}
+
+/// What a fleet that runs only some pods knows of the fleet's commands served and round trips saved: the
+/// requests that would be served (`*_candidates`: they have lookups and write nothing), and one bit per
+/// request (numbered as they begin, the same in every part) set when one of its lookups missed on this part's
+/// pods. The parts' bits ORed together are the requests missed anywhere; `lone_hits` (lookups that are each
+/// a request of their own) add up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServedParts {
+    pub commands: u64,
+    pub command_candidates: u64,
+    pub command_misses: Vec<u64>,
+    pub lone_hits: u64,
+    /// Whether the trace knows batches (else every command is a round trip of its own).
+    pub batched: bool,
+    pub round_trips: u64,
+    pub round_trip_candidates: u64,
+    pub round_trip_misses: Vec<u64>,
 }
 
 impl Fleet {
@@ -109,6 +147,9 @@ impl Fleet {
             params: params.to_vec(),
             router: Router::new(route, pods),
             pods: runs,
+            pod_ids: (0..pods).collect(),
+            only: None,
+            total_pods: pods,
             pod_opts,
             template: opts.clone(),
             window: opts.window,
@@ -120,9 +161,40 @@ impl Fleet {
             time_factor: 1,
             served: Served::default(),
             hit_indices: Vec::new(),
-            hit_flags: Vec::new(),
+            outcome: Vec::new(),
             pod_of: Vec::new(),
         })
+    }
+
+    /// Runs only the pods `p % of == part` of the fleet (see the module comment). Before the first batch.
+    pub fn only_pods(&mut self, part: u32, of: u32) -> Result<(), String> {
+        if part >= of {
+            return Err(format!("part {part} of {of}: the parts of a fleet are numbered from 0 to {of} - 1"));
+        }
+        let keep: Vec<bool> = self.pod_ids.iter().map(|&p| p % of == part).collect();
+        let mut kept = keep.iter();
+        self.pods.retain(|_| *kept.next().unwrap());
+        let mut kept = keep.iter();
+        self.pod_opts.retain(|_| *kept.next().unwrap());
+        self.pod_ids.retain(|&p| p % of == part);
+        self.shares.truncate(self.pods.len());
+        self.only = Some((part, of));
+        self.spread = Spread::recording();
+        self.served = Served {
+            round_trips: RoundTrips::logging_misses(),
+            commands: RoundTrips::logging_misses(),
+            lone: (0, 0),
+        };
+        Ok(())
+    }
+
+    /// The index among the pods run here of the fleet's pod `pod`, if it runs here.
+    #[inline]
+    fn local(&self, pod: u32) -> Option<usize> {
+        match self.only {
+            None => Some(pod as usize),
+            Some((part, of)) => (pod % of == part).then_some((pod / of) as usize),
+        }
     }
 
     /// Whether it needs the events' clients column (the client route).
@@ -144,8 +216,23 @@ impl Fleet {
         self.router.route
     }
 
+    /// The pods run here (all, unless `only_pods`), and their numbers in the fleet.
     pub fn pods(&self) -> &[Run] {
         &self.pods
+    }
+
+    pub fn pod_ids(&self) -> &[u32] {
+        &self.pod_ids
+    }
+
+    /// The fleet's pods, run here or not.
+    pub fn pod_count(&self) -> u32 {
+        self.total_pods
+    }
+
+    /// (part, of) when it runs only some pods.
+    pub fn part(&self) -> Option<(u32, u32)> {
+        self.only
     }
 
     /// The fleet's pods see the trace's clock running `factor` times faster (from its first lookup on): the
@@ -179,12 +266,17 @@ impl Fleet {
     }
 
     fn chunk(&self) -> usize {
-        (self.pods.len().max(1) * CHUNK_PER_POD).min(MAX_CHUNK)
+        (self.total_pods.max(1) as usize * CHUNK_PER_POD).min(MAX_CHUNK)
     }
 
     /// A pod for a client host seen for the first time (the client route).
-    fn grow_to(&mut self, pods: usize) {
-        while self.pods.len() < pods {
+    fn grow_to(&mut self, pods: u32) {
+        while self.total_pods < pods {
+            let pod = self.total_pods;
+            self.total_pods += 1;
+            if self.local(pod).is_none() {
+                continue;
+            }
             let mut run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
                 .expect("the fleet's first pods were built with the same arguments");
             run.log_hits();
@@ -192,6 +284,7 @@ impl Fleet {
             // The client route has no rolling restart (refused in `new`): a new pod's options are the fleet's.
             self.pod_opts.push(self.template.clone());
             self.shares.push(Share::default());
+            self.pod_ids.push(pod);
         }
     }
 
@@ -205,22 +298,30 @@ impl Fleet {
         if self.router.route == Route::Client {
             // Events without clients are refused before they reach a fleet routing by client (`Simulation::feed`).
             let clients = ev.clients.expect("routing by client needs the clients column");
-            self.grow_to(clients[start..end].iter().max().map_or(0, |&c| c as usize + 1));
+            self.grow_to(clients[start..end].iter().max().map_or(0, |&c| c + 1));
         }
         self.pod_of.clear();
+        self.outcome.clear();
+        self.outcome.resize(end - start, MISSED);
         for i in start..end {
-            let pod = if ev.op(i) == OP_READ { self.router.pod(ev, i) } else { EVERY_POD };
+            let pod = if ev.op(i) != OP_READ {
+                EVERY_POD
+            } else {
+                let pod = self.router.pod(ev, i);
+                self.local(pod).map_or_else(|| {
+                    self.outcome[i - start] = ELSEWHERE;
+                    NO_POD
+                }, |local| local as u32)
+            };
             self.pod_of.push(pod);
         }
         share::share_out(ev, start, &self.pod_of, &mut self.shares);
-        self.hit_flags.clear();
-        self.hit_flags.resize(end - start, false);
         for ((run, share), opts) in self.pods.iter_mut().zip(&self.shares).zip(&self.pod_opts) {
             if !share.is_empty() {
                 run.process(&share.events(ev), members, opts, first_ts);
                 run.take_hits(&mut self.hit_indices);
                 for &k in &self.hit_indices {
-                    self.hit_flags[share.at[k as usize] as usize] = true;
+                    self.outcome[share.at[k as usize] as usize] = HIT;
                 }
                 self.hit_indices.clear();
             }
@@ -233,22 +334,28 @@ impl Fleet {
         let s = &mut self.served;
         for i in start..end {
             let pod = self.pod_of[i - start];
-            // As a run notes them: bucket 0 for a hit, 1 for a miss; None for a write or delete.
-            let lookup = (pod != EVERY_POD).then(|| u32::from(!self.hit_flags[i - start]));
+            let outcome = self.outcome[i - start];
+            // As a run notes them: bucket 0 for a hit, 1 for a miss; None for a write or delete. A lookup of a
+            // pod not run here missed nowhere here: the other parts' logs say if it missed.
+            let lookup = (pod != EVERY_POD).then_some(u32::from(outcome == MISSED));
             if let Some((conn, batch)) = ev.batch(i) {
                 s.round_trips.note(conn, batch, lookup);
             }
-            let Some(missed) = lookup else { continue };
+            if lookup.is_none() {
+                continue;
+            }
+            let hit = u64::from(outcome == HIT);
             match ev.req(i) {
                 Some(req) => s.commands.note(0, req, lookup),
                 None => {
                     s.lone.0 += 1;
-                    s.lone.1 += u64::from(missed == 0);
+                    s.lone.1 += hit;
                 }
             }
-            let hit = u64::from(missed == 0);
-            self.spread.lookups(pod as usize, 1);
-            self.spread.hits(pod as usize, hit);
+            if pod != NO_POD {
+                self.spread.lookups(pod as usize, 1);
+                self.spread.hits(pod as usize, hit);
+            }
             self.open_hits += hit;
             self.open_lookups += 1;
             if self.open_lookups == self.window {
@@ -279,6 +386,28 @@ impl Fleet {
         FleetServed { commands, commands_served, round_trips, round_trips_saved }
     }
 
+    /// With `only_pods`: the parts of the fleet's commands served and round trips saved (see `ServedParts`).
+    pub fn served_parts(&self) -> Option<ServedParts> {
+        let candidates = |c: &RoundTripCounts| c.served_by_bucket.iter().sum::<u64>();
+        let (commands, trips) = (self.served.commands.counts(), self.served.round_trips.counts());
+        Some(ServedParts {
+            commands: commands.round_trips + self.served.lone.0,
+            command_candidates: candidates(&commands),
+            command_misses: self.served.commands.miss_log()?,
+            lone_hits: self.served.lone.1,
+            batched: self.served.round_trips.is_used(),
+            round_trips: trips.round_trips,
+            round_trip_candidates: candidates(&trips),
+            round_trip_misses: self.served.round_trips.miss_log()?,
+        })
+    }
+
+    /// With `only_pods`: each window's (hits, lookups) of each pod run here, the open window last (see
+    /// `Spread::pod_windows`).
+    pub fn pod_windows(&self) -> Option<Vec<Vec<(u64, u64)>>> {
+        self.spread.pod_windows(self.pods.len())
+    }
+
     /// Each pod's counters.
     pub fn counters(&self) -> Vec<Counters> {
         self.pods.iter().map(Run::counters).collect()
@@ -291,5 +420,111 @@ impl Fleet {
             h.push(self.open_hits);
         }
         h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::mix64;
+    use crate::sim::options::WriteMode;
+    use crate::trace::reader::OP_WRITE;
+
+    /// A trace of MGET-like commands in pipelined batches over a few connections, with some writes.
+    struct Trace {
+        keys: Vec<u64>,
+        ops: Vec<u8>,
+        reqs: Vec<u64>,
+        conns: Vec<u64>,
+        batches: Vec<u64>,
+        clients: Vec<u32>,
+    }
+
+    fn trace(n: u64) -> Trace {
+        let mut t = Trace { keys: vec![], ops: vec![], reqs: vec![], conns: vec![], batches: vec![], clients: vec![] };
+        for i in 0..n {
+            let r = mix64(i);
+            t.keys.push(mix64(r % 97 + (r >> 60) * (r % 3)));
+            t.ops.push(if r.is_multiple_of(13) { OP_WRITE } else { OP_READ });
+            t.reqs.push(i / 3);
+            t.conns.push(i / 3 % 4);
+            t.batches.push(i / 12);
+            t.clients.push((i / 3 % 5) as u32);
+        }
+        t
+    }
+
+    fn run(route: Route, only: Option<(u32, u32)>, t: &Trace) -> Fleet {
+        let mut opts = Options::with_window(50);
+        opts.writes = WriteMode::Invalidate;
+        let mut f = Fleet::new("lru", 9, Unit::Entries, &[], 5, route, &opts, None).unwrap();
+        if let Some((part, of)) = only {
+            f.only_pods(part, of).unwrap();
+        }
+        let members = Membership::default();
+        for chunk in (0..t.keys.len()).collect::<Vec<_>>().chunks(37) {
+            let r = chunk[0]..chunk[chunk.len() - 1] + 1;
+            let ev = Events {
+                keys: &t.keys[r.clone()],
+                ops: Some(&t.ops[r.clone()]),
+                reqs: Some(&t.reqs[r.clone()]),
+                conns: Some(&t.conns[r.clone()]),
+                batches: Some(&t.batches[r.clone()]),
+                clients: Some(&t.clients[r.clone()]),
+                ..Events::default()
+            };
+            f.process(&ev, &members, None);
+        }
+        f
+    }
+
+    fn or_count(logs: &[Vec<u64>]) -> u64 {
+        let words = logs.iter().map(Vec::len).max().unwrap_or(0);
+        (0..words).map(|w| logs.iter().fold(0u64, |a, l| a | l.get(w).copied().unwrap_or(0)).count_ones() as u64).sum()
+    }
+
+    #[test]
+    fn the_parts_of_a_fleet_together_are_the_whole_fleet() {
+        let t = trace(3_000);
+        for route in [Route::Entity, Route::Client] {
+            let whole = run(route, None, &t);
+            let parts: Vec<Fleet> = (0..2).map(|p| run(route, Some((p, 2)), &t)).collect();
+            assert_eq!(parts[0].pod_count(), whole.pod_count());
+            assert_eq!(parts[0].pod_ids(), &[0, 2, 4]);
+            // Each pod's counters, and the hits of each window summed over the parts.
+            let mut counters = vec![None; whole.pods().len()];
+            for p in &parts {
+                for (&id, c) in p.pod_ids().iter().zip(p.counters()) {
+                    counters[id as usize] = Some(c);
+                }
+            }
+            assert_eq!(counters.into_iter().map(Option::unwrap).collect::<Vec<_>>(), whole.counters());
+            let sum: Vec<u64> = (0..whole.window_hits().len()).map(|w| parts.iter().map(|p| p.window_hits()[w]).sum()).collect();
+            assert_eq!(sum, whole.window_hits());
+            // The spread from every pod's counters of each window.
+            let rows: Vec<Vec<(u64, u64)>> = (0..whole.window_spread().len())
+                .map(|w| {
+                    let mut pods = vec![(0, 0); whole.pods().len()];
+                    for p in &parts {
+                        let windows = p.pod_windows().unwrap();
+                        p.pod_ids().iter().zip(&windows[w]).for_each(|(&id, &c)| pods[id as usize] = c);
+                    }
+                    pods
+                })
+                .collect();
+            let spread: Vec<[f32; 3]> = rows.iter().map(|r| Spread::summary(r)).collect();
+            assert_eq!(format!("{spread:?}"), format!("{:?}", whole.window_spread()));
+            // Commands served and round trips saved: the requests missed anywhere are the parts' misses ORed.
+            let s: Vec<ServedParts> = parts.iter().map(|p| p.served_parts().unwrap()).collect();
+            let w = whole.served();
+            let commands_served = s[0].command_candidates - or_count(&[s[0].command_misses.clone(), s[1].command_misses.clone()])
+                + s.iter().map(|p| p.lone_hits).sum::<u64>();
+            let saved = s[0].round_trip_candidates - or_count(&[s[0].round_trip_misses.clone(), s[1].round_trip_misses.clone()]);
+            assert_eq!((s[0].commands, commands_served, s[0].round_trips, saved),
+                       (w.commands, w.commands_served, w.round_trips, w.round_trips_saved));
+            assert!(w.round_trips_saved > 0 && w.round_trips_saved < w.round_trips, "{w:?}");
+            assert!(w.commands_served > w.round_trips_saved, "{w:?}");
+            assert!(whole.served_parts().is_none());
+        }
     }
 }

@@ -25,6 +25,8 @@ pub struct Share {
 
 /// The pod of an event that reaches every pod (a write or a delete).
 pub const EVERY_POD: u32 = u32::MAX;
+/// The pod of an event that no pod here takes (a lookup of a pod another task runs).
+pub const NO_POD: u32 = u32::MAX - 1;
 
 impl Share {
     /// The share as events, with the columns `like` has.
@@ -64,8 +66,8 @@ impl Share {
     }
 }
 
-/// Copies events `start..start + pods.len()` of `ev` into the shares of their pods (`EVERY_POD`: into all),
-/// column by column.
+/// Copies events `start..start + pods.len()` of `ev` into the shares of their pods (`EVERY_POD`: into all,
+/// `NO_POD`: into none), column by column.
 pub fn share_out(ev: &Events, start: usize, pods: &[u32], shares: &mut [Share]) {
     shares.iter_mut().for_each(Share::clear);
     let positions: Vec<u32> = (0..pods.len() as u32).collect();
@@ -103,10 +105,10 @@ pub fn share_out(ev: &Events, start: usize, pods: &[u32], shares: &mut [Share]) 
 
 fn scatter<T: Copy>(column: &[T], pods: &[u32], shares: &mut [Share], of: impl Fn(&mut Share) -> &mut Vec<T>) {
     for (&value, &pod) in column.iter().zip(pods) {
-        if pod == EVERY_POD {
-            shares.iter_mut().for_each(|s| of(s).push(value));
-        } else {
-            of(&mut shares[pod as usize]).push(value);
+        match pod {
+            EVERY_POD => shares.iter_mut().for_each(|s| of(s).push(value)),
+            NO_POD => {}
+            _ => of(&mut shares[pod as usize]).push(value),
         }
     }
 }
@@ -121,8 +123,8 @@ mod tests {
         let ops = [0u8, 1, 0, 0, 2];
         let ev = Events { keys: &keys, ops: Some(&ops), ..Events::default() };
         let mut shares: Vec<Share> = (0..2).map(|_| Share::default()).collect();
-        share_out(&ev, 1, &[EVERY_POD, 1, 0, EVERY_POD], &mut shares);
-        assert_eq!(shares[0].at, [0, 2, 3]);
+        share_out(&ev, 0, &[NO_POD, EVERY_POD, 1, 0, EVERY_POD], &mut shares);
+        assert_eq!(shares[0].at, [1, 3, 4]);
         assert_eq!(shares[0].events(&ev).keys, [11, 13, 14]);
         assert_eq!(shares[1].events(&ev).keys, [11, 12, 14]);
         assert_eq!(shares[1].events(&ev).ops, Some(&[1u8, 0, 2][..]));

@@ -2,12 +2,18 @@
 //! pods that had lookups in each of the fleet's timeline windows (a replicated fleet's pods agree; a sharded
 //! one's pods differ by how popular their entities are). Memory: one pair of counters per pod, three numbers
 //! per window.
+//!
+//! A fleet that runs only some of its pods cannot say the fleet's median: it keeps every window's pairs of
+//! counters of its pods instead (`recording`; memory: 16 bytes per pod and window), and the parts' pairs
+//! together give the whole fleet's spread, by the same `summary` (`window_spread`, for the bindings).
 
 #[derive(Default)]
 pub struct Spread {
     /// Each pod's (hits, lookups) in the open window.
     open: Vec<(u64, u64)>,
     windows: Vec<[f32; 3]>,
+    /// With `recording`: each closed window's pairs of counters.
+    history: Option<Vec<Vec<(u64, u64)>>>,
 }
 
 impl Spread {
@@ -26,9 +32,16 @@ impl Spread {
         &mut self.open[pod]
     }
 
+    pub fn recording() -> Spread {
+        Spread { history: Some(Vec::new()), ..Spread::default() }
+    }
+
     pub fn close_window(&mut self) {
         let w = Self::summary(&self.open);
         self.windows.push(w);
+        if let Some(history) = self.history.as_mut() {
+            history.push(self.open.clone());
+        }
         self.open.iter_mut().for_each(|p| *p = (0, 0));
     }
 
@@ -41,8 +54,16 @@ impl Spread {
         w
     }
 
-    /// NaN when no pod had a lookup.
-    fn summary(pods: &[(u64, u64)]) -> [f32; 3] {
+    /// With `recording`: each closed window's (hits, lookups) of every pod, then the open window's (all
+    /// zeros if none), `pods` pairs a window.
+    pub fn pod_windows(&self, pods: usize) -> Option<Vec<Vec<(u64, u64)>>> {
+        let history = self.history.as_ref()?;
+        let rows = history.iter().chain(std::iter::once(&self.open));
+        Some(rows.map(|w| (0..pods).map(|p| w.get(p).copied().unwrap_or((0, 0))).collect()).collect())
+    }
+
+    /// [min, median, max] of the hit rates of the pods (hits, lookups) that had lookups; NaN when none had.
+    pub fn summary(pods: &[(u64, u64)]) -> [f32; 3] {
         let mut rates: Vec<f64> = pods.iter().filter(|p| p.1 > 0).map(|&(h, l)| h as f64 / l as f64).collect();
         if rates.is_empty() {
             return [f32::NAN; 3];

@@ -4,6 +4,11 @@
 //!
 //! The rows of a batch are not contiguous in a trace in send order (another connection's commands can come
 //! between two parts of a pipeline), so each connection has its batch open until its next batch begins.
+//!
+//! A fleet that runs only some of its pods (one task of a split sweep) cannot count a sharded batch served:
+//! the batch's other lookups are other tasks' pods'. It logs instead which batches missed on its pods, as one
+//! bit per batch numbered in the order the batches open (the same in every task, whatever hit), and the
+//! tasks' logs ORed together give the batches missed anywhere (`RoundTrips::logging_misses`).
 
 use crate::hash::KeyMap;
 
@@ -39,14 +44,21 @@ impl RoundTripCounts {
 #[derive(Clone, Copy)]
 struct Open {
     batch: u64,
+    /// The how-manieth batch opened (from 0), the batch's bit in a miss log.
+    seq: u64,
     lookups: bool,
     worst: u32,
     changes: bool,
 }
 
 impl Open {
-    fn new(batch: u64) -> Open {
-        Open { batch, lookups: false, worst: 0, changes: false }
+    fn new(batch: u64, seq: u64) -> Open {
+        Open { batch, seq, lookups: false, worst: 0, changes: false }
+    }
+
+    /// A batch that would be served but for a lookup that missed (bucket above 0).
+    fn missed(&self) -> bool {
+        self.lookups && !self.changes && self.worst > 0
     }
 }
 
@@ -59,9 +71,17 @@ pub struct RoundTrips {
     /// The connection of the latest event and its batch (most events follow one of the same connection).
     last: Option<(u64, Open)>,
     closed: RoundTripCounts,
+    opened: u64,
+    /// With `logging_misses`: bit `seq` set for each closed batch that `missed`.
+    misses: Option<Vec<u64>>,
 }
 
 impl RoundTrips {
+    /// Round trips that also log which batches missed (see the module comment). Memory: one bit per batch.
+    pub fn logging_misses() -> RoundTrips {
+        RoundTrips { misses: Some(Vec::new()), ..RoundTrips::default() }
+    }
+
     /// A lookup (`Some(bucket)`) or a write or delete (`None`) of batch `batch` on connection `conn`.
     #[inline]
     pub fn note(&mut self, conn: u64, batch: u64, lookup: Option<u32>) {
@@ -71,12 +91,15 @@ impl RoundTrips {
                 if let Some((c, open)) = last {
                     self.open.insert(c, open);
                 }
-                self.open.remove(&conn).unwrap_or(Open::new(batch))
+                match self.open.remove(&conn) {
+                    Some(open) => open,
+                    None => self.open_new(batch),
+                }
             }
         };
         if cur.batch != batch {
-            self.closed.close(cur);
-            cur = Open::new(batch);
+            self.close(cur);
+            cur = self.open_new(batch);
         }
         match lookup {
             Some(bucket) => {
@@ -86,6 +109,27 @@ impl RoundTrips {
             None => cur.changes = true,
         }
         self.last = Some((conn, cur));
+    }
+
+    fn open_new(&mut self, batch: u64) -> Open {
+        self.opened += 1;
+        Open::new(batch, self.opened - 1)
+    }
+
+    fn close(&mut self, b: Open) {
+        if let (Some(log), true) = (self.misses.as_mut(), b.missed()) {
+            set_bit(log, b.seq);
+        }
+        self.closed.close(b);
+    }
+
+    /// The batches that missed so far (the open ones included), one bit per batch opened; `None` unless
+    /// `logging_misses`.
+    pub fn miss_log(&self) -> Option<Vec<u64>> {
+        let mut log = self.misses.clone()?;
+        self.open.values().chain(self.last.iter().map(|(_, o)| o)).filter(|o| o.missed()).for_each(|o| set_bit(&mut log, o.seq));
+        log.resize(self.opened.div_ceil(64) as usize, 0);
+        Some(log)
     }
 
     /// Whether any event was noted (a trace without batches notes none: its round trips are its commands).
@@ -99,6 +143,14 @@ impl RoundTrips {
         self.open.values().chain(self.last.iter().map(|(_, o)| o)).for_each(|&b| c.close(b));
         c
     }
+}
+
+fn set_bit(log: &mut Vec<u64>, bit: u64) {
+    let word = (bit / 64) as usize;
+    if log.len() <= word {
+        log.resize(word + 1, 0);
+    }
+    log[word] |= 1 << (bit % 64);
 }
 
 #[cfg(test)]
@@ -132,5 +184,20 @@ mod tests {
         let c = r.counts();
         assert_eq!(c.round_trips, 2);
         assert_eq!((c.served_up_to(1), c.served_up_to(4), c.served_up_to(5)), (1, 1, 2));
+    }
+
+    #[test]
+    fn the_miss_log_has_a_bit_for_each_batch_that_missed_and_wrote_nothing() {
+        let (hit, miss) = (Some(0), Some(1));
+        let mut r = RoundTrips::logging_misses();
+        r.note(1, 0, miss); // batch #0: missed
+        r.note(2, 0, hit); // #1: served
+        r.note(1, 1, miss); // #2: missed, but writes: never served, not logged
+        r.note(1, 1, None);
+        r.note(3, 0, None); // #3: writes only
+        r.note(2, 1, hit); // #4, still open: missed
+        r.note(2, 1, miss);
+        assert_eq!(r.miss_log(), Some(vec![0b10001]));
+        assert_eq!(RoundTrips::default().miss_log(), None);
     }
 }
