@@ -216,7 +216,7 @@ def fleet_section(ctx: Context) -> str:
                      + [f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
                         f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
     body = "".join(f"<p>Fleets of {esc(label(s['policy'], s['capacity'], 'entries'))} per pod: {esc(s['why'])} "
-                   "(no capacity was given: the pods run at the curve's answer).</p>" for s in r.fleet_sizes)
+                   "(no capacity was given: the pods run at the curve's answer).</p>" for s in getattr(r, "fleet_sizes", []))
     body += table(cols, cells)
     if len({row["pods"] for row in rows}) > 1 or len(rows) > 1:
         body += figures.fleets(rows)
