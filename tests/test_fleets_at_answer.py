@@ -55,3 +55,15 @@ def test_a_pipe_cannot_be_read_twice_for_it():
     assert proc.stderr.strip().splitlines()[-1].endswith(
         "give the capacity (--lru 10000) or save the trace to a file first")
     assert "Traceback" not in proc.stderr
+
+
+def test_the_report_sizes_at_the_knee_when_the_target_is_out_of_reach(trace):  # noqa: F811
+    """The report's per-type and per-feature hit rates and its allow-list need a size: with the target out of
+    reach it takes the curve's knee, not none."""
+    from cachescope.report.context import _chosen_size
+
+    path, _ = trace
+    result = cachescope.simulate_trace(path, curve="lru", target="99%")
+    (answer,) = result.sizing.to_dict("records")
+    assert _chosen_size(result) == {"policy": "lru", "capacity": answer["knee_capacity"],
+                                    "why": "LRU's knee, as 99% is out of reach"}

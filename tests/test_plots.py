@@ -65,3 +65,16 @@ def test_a_last_window_cut_short_by_the_end_of_the_trace_is_not_drawn(tmp_path):
         assert len(run.get_xdata()) == drawn
         # the label still gives the whole trace's hit rate
         assert any(t.get_text() == f"LRU 10k: {result.summary['hit_rate'].iloc[0]:.1%}" for t in ax.texts)
+
+
+def test_direct_labels_that_would_overlap_are_pushed_apart():
+    """Lines ending at the same height (a fleet and its single pod) get labels a readable gap apart."""
+    from matplotlib.figure import Figure
+
+    from cachescope.simulate.style import label_ends
+
+    ax = Figure().subplots()
+    label_ends(ax, [(1.0, 60.4, "a", "k"), (1.0, 60.4, "b", "k"), (1.0, 59.7, "c", "k"), (1.0, 20.0, "d", "k")], gap=3.5)
+    ys = sorted(t.xy[1] for t in ax.texts)
+    assert all(b - a >= 3.5 - 1e-9 for a, b in zip(ys, ys[1:])), ys
+    assert ys[0] == 20.0  # a label with room stays at its line's end

@@ -76,7 +76,8 @@ def _by_type(ctx: Context) -> str:
         rows.append(cells)
     out = "<h3>Per entity type</h3>" + table(cols, rows)
     out += f"<p>{_at_size(ctx)}</p>" if has_hits else missing(
-        "No hit rate per type: give a target (--curve lru --target 70%) or an --lru size in entries.")
+        "No hit rate per type: no cache size was chosen (a reachable --target, a curve's knee or an --lru size "
+        "in entries gives one).")
     return out
 
 
@@ -170,7 +171,7 @@ def _by_feature(ctx: Context) -> str:
     if not has_bytes:
         out += missing("No bytes per feature: this trace has no value sizes (a capture or its Parquet trace has).")
     if not has_hits:
-        return out + missing("No allow-list answer: it needs a cache size (--curve lru --target 70%, or --lru N).")
+        return out + missing("No allow-list answer: it needs a cache size (a reachable --target, a curve's knee, or --lru N).")
     allowed = a.allow_list(ALLOW_SHARE)
     keep = len(allowed)
     rest = df[~df["feature"].isin(allowed)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cachescope.report.markup import is_missing
 from cachescope.simulate.registry import POLICIES
 
 
@@ -43,7 +44,16 @@ def _chosen_size(result):
         r = rows[0]
         return {"policy": r["policy"], "capacity": int(r["capacity"]),
                 "why": f"the size {POLICIES[r['policy']].label} needs for {r['target']:.0%}"}
-    runs = [r for r in result.summary_records() if r["capacity_unit"] == "entries" and "pods" not in r]
+    # No target reached: the knee, past which doubling the cache gains less than a point.
+    knees = [r for r in result.sizing.to_dict("records") if not r.get("reachable")
+             and r["capacity_unit"] == "entries" and not is_missing(r.get("knee_capacity"))] if len(result.sizing) else []
+    knees.sort(key=lambda r: (r["policy"] != "lru", r["method"] != "exact"))
+    if knees:
+        r = knees[0]
+        return {"policy": r["policy"], "capacity": int(r["knee_capacity"]),
+                "why": f"{POLICIES[r['policy']].label}'s knee, as {r['target']:.0%} is out of reach"}
+    # A fleet of one pod is a single cache.
+    runs = [r for r in result.summary_records() if r["capacity_unit"] == "entries" and r.get("pods", 1) == 1]
     if runs:
         r = max(runs, key=lambda r: r["capacity"])
         return {"policy": r["policy"], "capacity": int(r["capacity"]), "why": "the largest cache simulated"}

@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from cachescope.simulate.labels import approx_count, label
-from cachescope.simulate.style import BOUND, PALETTE, RC, figure, run_color
+from cachescope.simulate.style import BOUND, PALETTE, RC, figure, label_ends, run_color, spread
 
 SMALL = (4.2, 3.0)
 """Inches of the figures drawn three abreast: their text comes out about the size of the page's."""
@@ -108,6 +108,7 @@ def answer_timeline(result, rows: list[dict]) -> str:
     bound = tl[tl["policy"] == INFINITE.name]
     ax.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
             label="infinite (bound)")
+    ends = []
     for i, row in enumerate(rows):
         mine = heat[(heat["policy"] == row["policy"]) & (heat["capacity_unit"] == row["capacity_unit"])]
         columns = np.sort(mine["capacity"].unique())
@@ -117,13 +118,14 @@ def answer_timeline(result, rows: list[dict]) -> str:
         xs, ys = at[x].to_numpy(dtype=float) / scale, at["hit_rate"].to_numpy(dtype=float) * 100
         name = f"{label(row['policy'], column, row['capacity_unit'])} (for {row['target']:.0%})"
         ax.plot(xs, ys, color=run_color(i), linewidth=1.5)
-        ax.annotate(name, (xs[-1], ys[-1]), xytext=(5, 0), textcoords="offset points", fontsize=8,
-                    color=run_color(i), va="center")
+        if len(xs):
+            ends.append((xs[-1], ys[-1], name, run_color(i)))
         warm = row.get("warmup_s")
         if clock and warm is not None and warm == warm:
             k = min(int(np.searchsorted(xs, warm / scale)), len(xs) - 1)
             ax.plot([xs[k]], [ys[k]], marker="D", markersize=5, color=run_color(i), markeredgecolor="white",
                     linestyle="none", label="end of warm-up" if i == 0 else None)
+    label_ends(ax, ends)
     ax.set_ylim(0, 100)
     ax.set_xlim(0, float(bound[x].max()) / scale * 1.25 if len(bound) else None)
     ax.set_xlabel(f"time since the first lookup ({unit})" if clock else "lookups")
@@ -172,15 +174,6 @@ def fleets(rows: list[dict]) -> str:
     ax.set_ylim(0, 100)
     ax.set_title("Replicated (dashed) and sharded (solid) fleets")
     return svg(fig)
-
-
-def spread(ys: list[float], gap: float) -> list[float]:
-    """Label heights near `ys`, at least `gap` apart (direct labels that would overlap are pushed apart)."""
-    order = sorted(range(len(ys)), key=lambda i: ys[i])
-    out = list(ys)
-    for a, b in zip(order, order[1:]):
-        out[b] = max(out[b], out[a] + gap)
-    return out
 
 
 def _amount(v: float, unit: str) -> str:

@@ -36,7 +36,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     saves it to `path` if given; returns the Figure."""
     # A bare Figure rather than pyplot: no global backend is chosen or needed, so this works headless and
     # leaves a notebook's own matplotlib set-up alone (a notebook passes its own `ax` to see the plot inline).
-    from cachescope.simulate.style import figure, save
+    from cachescope.simulate.style import figure, label_ends, save
 
     # Each cache's overall hit rate, from the whole timeline (the drawing may leave out a short last window).
     finals = result.timeline.groupby("run")["cumulative_hit_rate"].last().to_dict()
@@ -52,6 +52,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
         rows = -(-len(runs) // cols) if panels else 1
         fig, axes = figure(rows, cols, (11, 2.3 * rows + 1.2) if panels else (10, 5.2), sharex=True, sharey=True)
         axes = np.atleast_1d(axes).ravel()
+    ends = []  # direct labels, placed apart once every line is drawn
     for i, run in enumerate(runs):
         index = int(run["run"].iloc[0])
         on = axes[i] if panels else axes[0]
@@ -66,8 +67,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
         if panels:
             on.set_title(name, fontsize=9, color=run_color(i))
         elif ax is None and len(xs):
-            on.annotate(name, (xs[-1], ys[-1]), xytext=(5, 0), textcoords="offset points", fontsize=8,
-                        color=run_color(i), va="center")
+            ends.append((xs[-1], ys[-1], name, run_color(i)))
         if panels or i == 0:
             final = finals[int(bound["run"].iloc[0])] if len(bound) else 0
             on.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
@@ -77,6 +77,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
             at = min(int(np.searchsorted(xs, warm / scale)), len(xs) - 1)
             on.plot([xs[at]], [ys[at]], marker="D", markersize=5, color=run_color(i), markeredgecolor="white",
                     linestyle="none", label="end of warm-up" if i == 0 else None)
+    label_ends(axes[0], ends)
     warmups = [w for w in (_warmup(result, int(r["run"].iloc[0])) for r in runs) if w is not None]
     if warmups and not panels:
         mark_warmup(axes[0], max(warmups) / scale, label=True)

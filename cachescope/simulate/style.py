@@ -66,3 +66,20 @@ def legend_below(ax, handles=None, labels=None, ncols: int = 3) -> None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=ncols, fontsize=8)
+
+
+def spread(ys: list[float], gap: float) -> list[float]:
+    """Label heights near `ys`, at least `gap` apart (direct labels that would overlap are pushed apart)."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    out = list(ys)
+    for a, b in zip(order, order[1:]):
+        out[b] = max(out[b], out[a] + gap)
+    return out
+
+
+def label_ends(ax, ends: list, gap: float = 3.5) -> None:
+    """Direct labels at the lines' ends, `ends` as (x, y, text, colour), pushed apart where they would overlap
+    (y in the axis' units: percent)."""
+    for (x, y, text, color), placed in zip(ends, spread([e[1] for e in ends], gap)):
+        ax.annotate(text, (x, placed), xytext=(5, 0), textcoords="offset points", fontsize=8, color=color,
+                    va="center", annotation_clip=False)
