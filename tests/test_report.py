@@ -160,3 +160,17 @@ def test_curves_alone_still_draw_the_hit_rate_over_time_at_the_answer(tmp_path):
     html = open(result.report(str(tmp_path / "r.html"))).read()
     timeline = re.search(r'<section id="timeline">(.*?)</section>', html, re.S).group(1)
     assert "<svg" in timeline and "for 55%" in timeline and "end of warm-up" in timeline
+
+
+def test_a_parquet_trace_without_command_names_says_so(tmp):
+    """A Parquet trace needs only keys and ops: the report of one without `cmd` or `req` says commands by type
+    are unknown (it raised a KeyError)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp / "bare.parquet"
+    pq.write_table(pa.table({"op": ["read"] * 4, "key": ["a", "b", "a", "a"]}), path)
+    out = tmp / "bare.html"
+    proc = run_cli("simulate.py", path, "--lru", "2", "--report", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "The trace does not name its commands" in out.read_text()

@@ -257,6 +257,9 @@ def format_summary(result) -> str:
     if any("pods" in row for row in rows):
         lines.append("x N ROUTE = a fleet of N pods, each with a cache of that capacity; pods min/med/max = the "
                      "spread of the pods' hit rates; imbalance = the busiest pod's lookups over the mean.")
+    for size in result.fleet_sizes:
+        lines.append(f"fleets of {label(size['policy'], size['capacity'], 'entries')} per pod: {size['why']} "
+                     "(no capacity was given: the pods run at the curve's answer).")
     if any(name == "warm-up" for name, _, _ in columns):
         lines.append("warm-up / recovery = time until the hit rate over a window is within 5% of the steady rate.")
     return "\n".join(lines)

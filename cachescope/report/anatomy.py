@@ -80,10 +80,15 @@ def anatomy(batches, granularity: str = "field", capacity: int | None = None, na
     read = 0
     truncated = False
     last_req = None
+    rows_seen = 0
     for cols in batches:
         ok = np.ones(len(cols["key"]), dtype=bool)
         if "error" in cols:
             ok &= np.array([e is None for e in cols["error"]], dtype=bool)
+        # Without command indices each row is a command of its own; without names, commands are not counted by type.
+        if "req" not in cols:
+            cols = {**cols, "req": np.arange(rows_seen, rows_seen + len(ok))}
+        rows_seen += len(ok)
         reqs = np.asarray(cols["req"])
         starts = np.ones(len(reqs), dtype=bool)
         starts[1:] = reqs[1:] != reqs[:-1]
@@ -91,7 +96,7 @@ def anatomy(batches, granularity: str = "field", capacity: int | None = None, na
             starts[0] = reqs[0] != last_req
         if len(reqs):
             last_req = reqs[-1]
-        for cmd in cols["cmd"][starts & ok]:
+        for cmd in cols["cmd"][starts & ok] if "cmd" in cols else ():
             commands[cmd] = commands.get(cmd, 0) + 1
         if "client" in cols:
             clients.update(c.rsplit(":", 1)[0] for c in set(cols["client"].tolist()) if c)

@@ -80,6 +80,8 @@ def input_section(ctx: Context) -> str:
         total = sum(a.commands_by_type.values())
         body += "<h3>Commands by type</h3>" + table(
             ["command", "commands", "share"], [(c, f"{n:,}", pct(n / total)) for c, n in a.commands_by_type.items()])
+    elif a is not None:
+        body += "<h3>Commands by type</h3>" + missing("The trace does not name its commands (it has no cmd column).")
     body += "<h3>Capture counters and losses</h3>"
     if _inputs(r):
         from cachescope.parse.report import input_line, input_report
@@ -213,7 +215,9 @@ def fleet_section(ctx: Context) -> str:
                      + ([pct(row.get("round_trips_saved_rate"))] if batches else [])
                      + [f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
                         f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
-    body = table(cols, cells)
+    body = "".join(f"<p>Fleets of {esc(label(s['policy'], s['capacity'], 'entries'))} per pod: {esc(s['why'])} "
+                   "(no capacity was given: the pods run at the curve's answer).</p>" for s in getattr(r, "fleet_sizes", []))
+    body += table(cols, cells)
     if len({row["pods"] for row in rows}) > 1 or len(rows) > 1:
         body += figures.fleets(rows)
     body += ("<p>Commands served: commands (an HMGET and all its fields) answered entirely from the pods' caches. "

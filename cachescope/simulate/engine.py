@@ -142,6 +142,16 @@ def simulate_trace(
     source.key_pattern = key_pattern
     if what_if:
         fleets += [(p, c, what_if, "entity") for p, c in runs]
+    if not fleets and not runs and (pods is not None or "client" in routes or what_if) and _subset is None:
+        # Fleets asked for with curves but no capacity: they run at the size the curves answer.
+        from cachescope.simulate.fleets_at_answer import fleets_at_the_answer
+
+        if not source.rereadable:
+            raise UsageError(f"{source.path}: fleets without a capacity per pod run at the size the curves "
+                             "answer, which reads the trace twice, and a FIFO or a pipe can be read only once: "
+                             "give the capacity (--lru 10000) or save the trace to a file first")
+        sources = getattr(source, "sources", [source])
+        return fleets_at_the_answer(call, _same_trace(call, sources), targets, simulate_trace)
     if fleets:
         runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
     rolling = None

@@ -52,6 +52,9 @@ class SimulationResult:
         self.request: dict = {}
         """What simulate_trace was asked (inputs, write mode, overhead, targets, pods, ...): the report's
         assumptions."""
+        self.fleet_sizes: list = []
+        """Fleets asked for with curves but no capacity: each curve policy's size per pod and why
+        (fleets_at_answer.py)."""
         self.same_trace: dict | None = None
         """simulate_trace's arguments that read the same trace with the same options (no caches): the report
         simulates the cache it chose once more with them."""
@@ -257,6 +260,8 @@ class SimulationResult:
         if len(self.sizing):
             doc["sizing"] = [{k: _plain(v) for k, v in row.items() if not _missing(v)}
                              for row in self.sizing.to_dict("records")]
+        if self.fleet_sizes:
+            doc["fleet_sizes"] = self.fleet_sizes
         return doc
 
     def plot(self, path: str | None = None, title: str | None = None, ax=None):

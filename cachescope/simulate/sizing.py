@@ -45,11 +45,11 @@ def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: flo
         curve = curve.sort_values("capacity")
         caps = curve["capacity"].to_numpy()
         rates = curve["hit_rate"].to_numpy()
-        knee = _knee(caps, rates)
+        bend = knee(caps, rates)
         for target in targets:
             reached = np.nonzero(rates >= target - 1e-12)[0]
             row = {"policy": policy, "capacity_unit": unit, "method": method, "target": target,
-                   "reachable": bool(len(reached)), "bound_hit_rate": bound_hit_rate, "knee_capacity": knee}
+                   "reachable": bool(len(reached)), "bound_hit_rate": bound_hit_rate, "knee_capacity": bend}
             if len(reached):
                 at = curve.iloc[reached[0]]
                 # The curve's first capacity already reaches the target: a smaller cache might too.
@@ -70,7 +70,7 @@ def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: flo
     return pd.DataFrame(rows)
 
 
-def _knee(caps: np.ndarray, rates: np.ndarray):
+def knee(caps: np.ndarray, rates: np.ndarray):
     """The smallest capacity C of the curve from which on doubling the cache (to the curve's largest capacity
     up to 2C) never gains a point of hit rate: past the knee, memory buys little. None for a curve too short
     to tell (its largest capacity still gains)."""

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import pyarrow.parquet as pq
 import redis
 
@@ -75,6 +76,7 @@ def assert_same_answers(compressed, plain, port, tmp_path):
     assert sims[0]["trace"]["lookups"] > 1_000
 
 
+@pytest.mark.slow  # ~15 s; test_compressed_inputs.py and test_capture_compress.py test compression on every run
 def test_a_capture_rotated_and_gzipped_by_tcpdump_reads_as_the_plain_files(redis_server, tmp_path):
     out = tmp_path / "rot.pcap"
     dump = Process(["tcpdump", "-i", "lo", "-w", str(out), "-s", "0", "-B", "65536", "-U", "--immediate-mode",
@@ -94,6 +96,7 @@ def test_a_capture_rotated_and_gzipped_by_tcpdump_reads_as_the_plain_files(redis
     assert_same_answers(files, plain_copies(files, tmp_path / "plain"), str(redis_server.port), tmp_path)
 
 
+@pytest.mark.slow  # ~15 s; test_compressed_inputs.py and test_capture_compress.py test compression on every run
 def test_capture_py_compress_zstd_rotated_files_read_as_the_plain_files(redis_server, tmp_path):
     out = tmp_path / "z.pcap"
     proc = start_capture("--port", redis_server.port, "-i", "lo", "--duration", "4s", "--rotate-size", "1MB",
