@@ -17,8 +17,8 @@ use crate::trace::reader::OP_READ;
 
 /// Events a chunk holds per pod, up to `MAX_CHUNK` in all, so that the shares' copies and the notes on each
 /// event (about 25 bytes an event) stay small.
-const CHUNK_PER_POD: usize = 1 << 14;
-const MAX_CHUNK: usize = 1 << 20;
+const CHUNK_PER_POD: usize = 1 << 15;
+const MAX_CHUNK: usize = 1 << 21;
 /// Fleets share a chunk out on threads of their own from this many events on.
 const PARALLEL_MIN_CHUNK: usize = 1 << 14;
 
