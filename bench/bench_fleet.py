@@ -3,7 +3,9 @@ capacities, over the same 10 M-lookup Zipf stream (common.py's, cached under ben
 is its lookups, not its pods: the target is a fleet costing no more than the single runs, memory the sum of
 its caches. Single runs as large as the whole fleet (pods x capacity) are measured too: a fleet holds that many
 entries: a fleet that took its lookups one at a time, pod after pod, would miss the processor's caches at
-almost every lookup. It shares out chunks of the stream instead, each pod taking its share in one run.
+almost every lookup. It shares out chunks of the stream instead (2 M events), each pod taking its share in one
+run, and fleets that route alike (here the 4 capacities of a route) share the routing and the chunk's copies:
+their memory is the caches' plus the chunk's, about 25 bytes an event.
 
 Each contender runs in a fresh interpreter and feeds the uint64 keys, in memory, to the core
 (`_native.Simulation`): the single runs as one simulation of 4 runs, the fleets as one of 4 fleets (random and

@@ -14,20 +14,20 @@
 //! window) is what the whole fleet says of them; what needs every pod (commands served, round trips saved,
 //! the spread) it hands out as parts that the other tasks' complete (`ServedParts`, `pod_windows`).
 
-use super::route::{Route, Router};
-use super::share::{self, Share, EVERY_POD, NO_POD};
+use super::dispatch::Dispatch;
+use super::route::Route;
+use super::share::{EVERY_POD, NO_POD};
 use super::spread::Spread;
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
 use crate::sim::{Counters, Membership, RoundTripCounts, RoundTrips, Run};
-use crate::trace::reader::OP_READ;
 
 pub struct Fleet {
     pub policy: String,
     pub capacity: u64,
     pub unit: Unit,
     params: Vec<(String, f64)>,
-    router: Router,
+    route: Route,
     /// The pods it runs: all of them, or with `only_pods` those `p % of == part`, in order (`pod_ids`).
     pods: Vec<Run>,
     pod_ids: Vec<u32>,
@@ -44,8 +44,6 @@ pub struct Fleet {
     open_hits: u64,
     open_lookups: u64,
     spread: Spread,
-    /// Each pod's share of the chunk being handed out.
-    shares: Vec<Share>,
     /// The pods' clock runs this many times faster than the trace's (1: the trace's own).
     time_factor: u32,
     served: Served,
@@ -53,16 +51,7 @@ pub struct Fleet {
     /// `ELSEWHERE`).
     hit_indices: Vec<u32>,
     outcome: Vec<u8>,
-    /// The pod run here of each event of the chunk being shared out: `EVERY_POD` for writes and deletes,
-    /// `NO_POD` for a lookup of a pod another task runs (`only_pods`).
-    pod_of: Vec<u32>,
 }
-
-/// Events shared out at a time, per pod: enough that a pod's share keeps its cache warm while the pod takes it.
-/// A chunk holds that many per pod, up to `MAX_CHUNK`, so that the copies of the shares and the notes on each
-/// event (about 25 bytes an event) stay small.
-const CHUNK_PER_POD: usize = 1 << 14;
-const MAX_CHUNK: usize = 1 << 20;
 
 /// An event's outcome: a lookup that missed (or no lookup), a lookup that hit, a lookup routed to a pod this
 /// fleet does not run (`only_pods`): its outcome is another task's.
@@ -145,7 +134,7 @@ impl Fleet {
             capacity,
             unit,
             params: params.to_vec(),
-            router: Router::new(route, pods),
+            route,
             pods: runs,
             pod_ids: (0..pods).collect(),
             only: None,
@@ -157,12 +146,10 @@ impl Fleet {
             open_hits: 0,
             open_lookups: 0,
             spread: Spread::default(),
-            shares: (0..pods).map(|_| Share::default()).collect(),
             time_factor: 1,
             served: Served::default(),
             hit_indices: Vec::new(),
             outcome: Vec::new(),
-            pod_of: Vec::new(),
         })
     }
 
@@ -177,7 +164,6 @@ impl Fleet {
         let mut kept = keep.iter();
         self.pod_opts.retain(|_| *kept.next().unwrap());
         self.pod_ids.retain(|&p| p % of == part);
-        self.shares.truncate(self.pods.len());
         self.only = Some((part, of));
         self.spread = Spread::recording();
         self.served = Served {
@@ -188,23 +174,14 @@ impl Fleet {
         Ok(())
     }
 
-    /// The index among the pods run here of the fleet's pod `pod`, if it runs here.
-    #[inline]
-    fn local(&self, pod: u32) -> Option<usize> {
-        match self.only {
-            None => Some(pod as usize),
-            Some((part, of)) => (pod % of == part).then_some((pod / of) as usize),
-        }
-    }
-
     /// Whether it needs the events' clients column (the client route).
     pub fn needs_clients(&self) -> bool {
-        self.router.route == Route::Client
+        self.route == Route::Client
     }
 
     /// Whether it needs the events' shards column (the key-pattern route).
     pub fn needs_shards(&self) -> bool {
-        self.router.route == Route::KeyPattern
+        self.route == Route::KeyPattern
     }
 
     /// Whether its pods restart one after another (which needs the trace's clock).
@@ -213,7 +190,7 @@ impl Fleet {
     }
 
     pub fn route(&self) -> Route {
-        self.router.route
+        self.route
     }
 
     /// The pods run here (all, unless `only_pods`), and their numbers in the fleet.
@@ -246,35 +223,12 @@ impl Fleet {
         self.time_factor
     }
 
-    pub fn process(&mut self, ev: &Events, members: &Membership, first_ts: Option<i64>) {
-        if let (Some(ts), Some(first), true) = (ev.ts_ns, first_ts, self.time_factor > 1) {
-            let factor = i64::from(self.time_factor);
-            let compressed: Vec<i64> = ts.iter().map(|&t| first + (t - first) / factor).collect();
-            return self.process_clocked(&Events { ts_ns: Some(&compressed), ..*ev }, members, first_ts);
-        }
-        self.process_clocked(ev, members, first_ts)
-    }
-
-    fn process_clocked(&mut self, ev: &Events, members: &Membership, first_ts: Option<i64>) {
-        let mut start = 0;
-        while start < ev.len() {
-            let end = ev.len().min(start + self.chunk());
-            self.share_out(ev, start, end, members, first_ts);
-            self.count_windows_and_served(ev, start, end);
-            start = end;
-        }
-    }
-
-    fn chunk(&self) -> usize {
-        (self.total_pods.max(1) as usize * CHUNK_PER_POD).min(MAX_CHUNK)
-    }
-
     /// A pod for a client host seen for the first time (the client route).
     fn grow_to(&mut self, pods: u32) {
         while self.total_pods < pods {
             let pod = self.total_pods;
             self.total_pods += 1;
-            if self.local(pod).is_none() {
+            if Dispatch::local(self.only, pod).is_none() {
                 continue;
             }
             let mut run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
@@ -283,40 +237,18 @@ impl Fleet {
             self.pods.push(run);
             // The client route has no rolling restart (refused in `new`): a new pod's options are the fleet's.
             self.pod_opts.push(self.template.clone());
-            self.shares.push(Share::default());
             self.pod_ids.push(pod);
         }
     }
 
-    /// Hands events `start..end` to their pods, pod after pod, and notes each read's pod and whether it hit.
-    ///
-    /// A pod's cache is touched only by its own share, so the pods can take their shares one after another in
-    /// long runs: a pod's table stays in the processor's caches for its whole share, where cutting the stream
-    /// at every timeline window would visit 64 pods' tables for a few hundred lookups each. The windows are
-    /// counted afterwards, in trace order, from the pods and hits noted here.
-    fn share_out(&mut self, ev: &Events, start: usize, end: usize, members: &Membership, first_ts: Option<i64>) {
-        if self.router.route == Route::Client {
-            // Events without clients are refused before they reach a fleet routing by client (`Simulation::feed`).
-            let clients = ev.clients.expect("routing by client needs the clients column");
-            self.grow_to(clients[start..end].iter().max().map_or(0, |&c| c + 1));
-        }
-        self.pod_of.clear();
+    /// The chunk of events from `start` on that `d` routed: each pod takes its share in one run, then the
+    /// fleet follows the events in trace order for its timeline and the requests it served.
+    pub(super) fn take(&mut self, ev: &Events, start: usize, d: &Dispatch, members: &Membership,
+                       first_ts: Option<i64>) {
+        self.grow_to(d.pods());
         self.outcome.clear();
-        self.outcome.resize(end - start, MISSED);
-        for i in start..end {
-            let pod = if ev.op(i) != OP_READ {
-                EVERY_POD
-            } else {
-                let pod = self.router.pod(ev, i);
-                self.local(pod).map_or_else(|| {
-                    self.outcome[i - start] = ELSEWHERE;
-                    NO_POD
-                }, |local| local as u32)
-            };
-            self.pod_of.push(pod);
-        }
-        share::share_out(ev, start, &self.pod_of, &mut self.shares);
-        for ((run, share), opts) in self.pods.iter_mut().zip(&self.shares).zip(&self.pod_opts) {
+        self.outcome.extend(d.pod_of.iter().map(|&pod| if pod == NO_POD { ELSEWHERE } else { MISSED }));
+        for ((run, share), opts) in self.pods.iter_mut().zip(&d.shares).zip(&self.pod_opts) {
             if !share.is_empty() {
                 run.process(&share.events(ev), members, opts, first_ts);
                 run.take_hits(&mut self.hit_indices);
@@ -326,14 +258,14 @@ impl Fleet {
                 self.hit_indices.clear();
             }
         }
+        self.count_windows_and_served(ev, start, &d.pod_of);
     }
 
-    /// Follows events `start..end` in trace order, their pods and hits noted by `share_out`: the timeline's
+    /// Follows the chunk's events in trace order, their pods and outcomes noted by `take`: the timeline's
     /// windows and their spread, and the commands and round trips served.
-    fn count_windows_and_served(&mut self, ev: &Events, start: usize, end: usize) {
+    fn count_windows_and_served(&mut self, ev: &Events, start: usize, pod_of: &[u32]) {
         let s = &mut self.served;
-        for i in start..end {
-            let pod = self.pod_of[i - start];
+        for (i, &pod) in (start..).zip(pod_of) {
             let outcome = self.outcome[i - start];
             // As a run notes them: bucket 0 for a hit, 1 for a miss; None for a write or delete. A lookup of a
             // pod not run here missed nowhere here: the other parts' logs say if it missed.
@@ -428,7 +360,7 @@ mod tests {
     use super::*;
     use crate::hash::mix64;
     use crate::sim::options::WriteMode;
-    use crate::trace::reader::OP_WRITE;
+    use crate::trace::reader::{OP_READ, OP_WRITE};
 
     /// A trace of MGET-like commands in pipelined batches over a few connections, with some writes.
     struct Trace {
@@ -462,6 +394,7 @@ mod tests {
             f.only_pods(part, of).unwrap();
         }
         let members = Membership::default();
+        let mut d = Dispatch::of(&f);
         for chunk in (0..t.keys.len()).collect::<Vec<_>>().chunks(37) {
             let r = chunk[0]..chunk[chunk.len() - 1] + 1;
             let ev = Events {
@@ -473,7 +406,7 @@ mod tests {
                 clients: Some(&t.clients[r.clone()]),
                 ..Events::default()
             };
-            f.process(&ev, &members, None);
+            crate::fleet::feed(&mut d, &mut [&mut f], &ev, &members, None);
         }
         f
     }

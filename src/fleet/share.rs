@@ -70,8 +70,13 @@ impl Share {
 /// `NO_POD`: into none), column by column.
 pub fn share_out(ev: &Events, start: usize, pods: &[u32], shares: &mut [Share]) {
     shares.iter_mut().for_each(Share::clear);
-    let positions: Vec<u32> = (0..pods.len() as u32).collect();
-    scatter(&positions, pods, shares, |s| &mut s.at);
+    for (at, &pod) in (0u32..).zip(pods) {
+        match pod {
+            EVERY_POD => shares.iter_mut().for_each(|s| s.at.push(at)),
+            NO_POD => {}
+            _ => shares[pod as usize].at.push(at),
+        }
+    }
     let end = start + pods.len();
     scatter(&ev.keys[start..end], pods, shares, |s| &mut s.keys);
     if let Some(c) = ev.ops {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use crate::curve::{Curve, LruCurve, MiniSim, Shards};
-use crate::fleet::{Fleet, Route};
+use crate::fleet::{self, Dispatch, Fleet, Route};
 use crate::hash::KeySet;
 use crate::sim::{Events, Membership, Options, Run, Unit};
 use crate::trace::reader::OP_READ;
@@ -33,8 +33,11 @@ pub struct Simulation {
     runs: Vec<Run>,
     /// Curves (exact, SHARDS, miniature simulations), fed the same events as the runs.
     curves: Vec<Curve>,
-    /// Fleets of pods, fed the same events.
+    /// Fleets of pods, fed the same events, and the routings they share (`fleet::dispatch`): fleet `i` is
+    /// routed by `dispatches[fleet_dispatch[i]]`.
     fleets: Vec<Fleet>,
+    dispatches: Vec<Dispatch>,
+    fleet_dispatch: Vec<usize>,
     opts: Options,
     members: Membership,
     /// Unique read keys, counted when a run's resident set no longer tells (restarts, TTL, invalidation).
@@ -72,6 +75,8 @@ impl Simulation {
             runs,
             curves: Vec::new(),
             fleets: Vec::new(),
+            dispatches: Vec::new(),
+            fleet_dispatch: Vec::new(),
             opts,
             members,
             unique_reads: None,
@@ -195,6 +200,7 @@ impl Simulation {
             }
         }
         self.note_window_times(ev);
+        self.share_routings();
         let (opts, members, first_ts) = (&self.opts, &self.members, self.first_ts);
         let process = |run: &mut Run| {
             if plain {
@@ -204,8 +210,12 @@ impl Simulation {
             }
         };
         let trace_curve = |curve: &mut Curve| curve.process(ev, members, opts, first_ts);
-        let feed_fleet = |fleet: &mut Fleet| fleet.process(ev, members, first_ts);
-        if self.runs.len() + self.curves.len() + self.fleets.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
+        let mut groups: Vec<Vec<&mut Fleet>> = self.dispatches.iter().map(|_| Vec::new()).collect();
+        for (fleet, &d) in self.fleets.iter_mut().zip(&self.fleet_dispatch) {
+            groups[d].push(fleet);
+        }
+        let feed_fleets = |d: &mut Dispatch, mut fleets: Vec<&mut Fleet>| fleet::feed(d, &mut fleets, ev, members, first_ts);
+        if self.runs.len() + self.curves.len() + self.dispatches.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 for run in self.runs.iter_mut() {
                     s.spawn(move || process(run));
@@ -213,16 +223,30 @@ impl Simulation {
                 for curve in self.curves.iter_mut() {
                     s.spawn(move || trace_curve(curve));
                 }
-                for fleet in self.fleets.iter_mut() {
-                    s.spawn(move || feed_fleet(fleet));
+                for (d, fleets) in self.dispatches.iter_mut().zip(groups) {
+                    s.spawn(move || feed_fleets(d, fleets));
                 }
             });
         } else {
             self.runs.iter_mut().for_each(process);
             self.curves.iter_mut().for_each(trace_curve);
-            self.fleets.iter_mut().for_each(feed_fleet);
+            self.dispatches.iter_mut().zip(groups).for_each(|(d, fleets)| feed_fleets(d, fleets));
         }
         Ok(())
+    }
+
+    /// Gives each fleet added since the last batch a routing: one of those made for the fleets added with it
+    /// that routes alike, else its own. A routing that has fed a batch takes no new fleet: it is past the
+    /// stream's start.
+    fn share_routings(&mut self) {
+        let first_new = self.dispatches.len();
+        for fleet in &self.fleets[self.fleet_dispatch.len()..] {
+            let same = (first_new..self.dispatches.len()).find(|&d| self.dispatches[d].routes_like(fleet));
+            self.fleet_dispatch.push(same.unwrap_or_else(|| {
+                self.dispatches.push(Dispatch::of(fleet));
+                self.dispatches.len() - 1
+            }));
+        }
     }
 
     /// Counts the batch's lookups and records the time of each window's last lookup.

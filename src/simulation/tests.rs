@@ -305,3 +305,34 @@ fn fleet_windows_over_many_chunks_equal_pods_simulated_apart() {
     assert_eq!(fleet.window_hits(), windows);
     assert_eq!(fleet.counters().iter().map(|c| c.hits).collect::<Vec<_>>(), pod_hits);
 }
+
+#[test]
+fn fleets_that_route_alike_share_a_routing_and_give_what_each_gives_alone() {
+    // Three capacities of one route and pod count share one routing; another pod count gets its own. Each
+    // fleet's windows and pods' hits are those of the same fleet simulated alone.
+    let keys: Vec<u64> = (0..200_000u64).map(|i| crate::hash::mix64(i * 17 % 6151) % 9_000).collect();
+    let reqs: Vec<u64> = (0..keys.len() as u64).map(|i| i / 4).collect();
+    let fleets = [(50u64, 8u32, Route::Entity), (500, 8, Route::Entity), (5000, 8, Route::Entity),
+                  (500, 3, Route::Entity), (500, 8, Route::Random { seed: 1 })];
+    let feed = |sim: &mut Simulation| {
+        for (k, r) in keys.chunks(70_001).zip(reqs.chunks(70_001)) {
+            sim.feed(&Events { reqs: Some(r), ..Events::reads(k) }).unwrap();
+        }
+    };
+    let mut together = entries(&[], 1000);
+    for &(capacity, pods, route) in &fleets {
+        together.add_fleet("lru", capacity, Unit::Entries, &[], pods, route, None).unwrap();
+    }
+    feed(&mut together);
+    assert_eq!(together.dispatches.len(), 3);
+    for (i, &(capacity, pods, route)) in fleets.iter().enumerate() {
+        let mut alone = entries(&[], 1000);
+        alone.add_fleet("lru", capacity, Unit::Entries, &[], pods, route, None).unwrap();
+        feed(&mut alone);
+        let (a, t) = (&alone.fleets()[0], &together.fleets()[i]);
+        assert_eq!(a.window_hits(), t.window_hits());
+        assert_eq!(a.counters().iter().map(|c| c.hits).collect::<Vec<_>>(),
+                   t.counters().iter().map(|c| c.hits).collect::<Vec<_>>());
+        assert_eq!(a.served(), t.served());
+    }
+}
