@@ -223,11 +223,13 @@ class TraceSource:
 
     def _parquet_batches(self, batch_events: int) -> Iterator[Batch]:
         from cachescope.trace.parquet import read_parquet_batches
+        from cachescope.trace.read_ahead import read_ahead
 
         if not self._opened.regular:
             raise TraceFormatError(f"{self.path}: a Parquet trace must be a regular file (Parquet is read from "
                                    "its end, a pipe cannot be); save it to a file first")
-        yield from read_parquet_batches(self, batch_events)
+        # Decoding the next row group overlaps simulating this one (read_ahead.py).
+        yield from read_ahead(read_parquet_batches(self, batch_events))
 
     def _capture_batches(self, batch_events: int) -> Iterator[Batch]:
         """A capture parsed on the fly: its rows become events as a Parquet trace's would."""

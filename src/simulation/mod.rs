@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::curve::{Curve, LruCurve, MiniSim, Shards};
 use crate::fleet::{self, Dispatch, Fleet, Route};
 use crate::hash::KeySet;
-use crate::sim::{Events, Membership, Options, Run, Unit};
+use crate::sim::{Events, Membership, Options, Run, Unit, WriteMode};
 use crate::trace::reader::OP_READ;
 
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
@@ -189,12 +189,19 @@ impl Simulation {
         let plain = ev.is_plain() && self.opts.is_plain()
             && self.runs.iter().all(|r| r.unit == Unit::Entries && !r.counts_by_field());
         if !plain {
-            let unique = self.unique_reads.get_or_insert_with(KeySet::default);
-            for i in 0..ev.len() {
-                if ev.op(i) == OP_READ {
-                    unique.insert(ev.keys[i]);
+            // The infinite cache's resident keys are the unique keys read unless it can lose an entry: only
+            // then are they counted apart (a set of every key: a fifth of the feed's time on a capture).
+            let bound_keeps_all = self.opts.writes == WriteMode::Ignore && self.opts.is_plain();
+            if !bound_keeps_all {
+                let unique = self.unique_reads.get_or_insert_with(KeySet::default);
+                for i in 0..ev.len() {
+                    if ev.op(i) == OP_READ {
+                        unique.insert(ev.keys[i]);
+                    }
                 }
-                if ev.ops.is_some() {
+            }
+            if ev.ops.is_some() {
+                for i in 0..ev.len() {
                     self.members.observe(ev.keys[i], ev.entity(i), ev.field(i));
                 }
             }
