@@ -1,4 +1,4 @@
-//! A fleet of pods, each with its own cache (one `Run`), fed by a router.
+//! A fleet of pods, each with its own cache (one `Run`), fed its pods' shares by a routing (`dispatch.rs`).
 //!
 //! Reads go to the pod the route picks; writes and deletes reach every pod, as a service's invalidation
 //! message or a shared TTL does (a pod that never cached the key does nothing with it). The fleet's timeline

@@ -6,21 +6,13 @@
 //! Only the columns a pod's cache uses are copied: clients and shards serve the routing, done before.
 
 use crate::sim::events::Events;
+use crate::sim::Columns;
 
 #[derive(Default)]
 pub struct Share {
     /// Where each event of the share lies in the chunk.
     pub at: Vec<u32>,
-    keys: Vec<u64>,
-    ops: Vec<u8>,
-    entities: Vec<u64>,
-    fields: Vec<u64>,
-    value_sizes: Vec<u32>,
-    key_bytes: Vec<u32>,
-    reqs: Vec<u64>,
-    conns: Vec<u64>,
-    batches: Vec<u64>,
-    ts_ns: Vec<i64>,
+    columns: Columns,
 }
 
 /// The pod of an event that reaches every pod (a write or a delete).
@@ -29,47 +21,23 @@ pub const EVERY_POD: u32 = u32::MAX;
 pub const NO_POD: u32 = u32::MAX - 1;
 
 impl Share {
-    /// The share as events, with the columns `like` has.
+    /// The share as events, with the columns `like` has but those of the routing.
     pub fn events<'a>(&'a self, like: &Events) -> Events<'a> {
-        Events {
-            keys: &self.keys,
-            ops: like.ops.map(|_| &self.ops[..]),
-            entities: like.entities.map(|_| &self.entities[..]),
-            fields: like.fields.map(|_| &self.fields[..]),
-            value_sizes: like.value_sizes.map(|_| &self.value_sizes[..]),
-            key_bytes: like.key_bytes.map(|_| &self.key_bytes[..]),
-            reqs: like.reqs.map(|_| &self.reqs[..]),
-            conns: like.conns.map(|_| &self.conns[..]),
-            batches: like.batches.map(|_| &self.batches[..]),
-            ts_ns: like.ts_ns.map(|_| &self.ts_ns[..]),
-            clients: None,
-            shards: None,
-        }
+        Events { clients: None, shards: None, ..self.columns.events(like) }
     }
 
     pub fn is_empty(&self) -> bool {
         self.at.is_empty()
-    }
-
-    fn clear(&mut self) {
-        self.at.clear();
-        self.keys.clear();
-        self.ops.clear();
-        self.entities.clear();
-        self.fields.clear();
-        self.value_sizes.clear();
-        self.key_bytes.clear();
-        self.reqs.clear();
-        self.conns.clear();
-        self.batches.clear();
-        self.ts_ns.clear();
     }
 }
 
 /// Copies events `start..start + pods.len()` of `ev` into the shares of their pods (`EVERY_POD`: into all,
 /// `NO_POD`: into none), column by column.
 pub fn share_out(ev: &Events, start: usize, pods: &[u32], shares: &mut [Share]) {
-    shares.iter_mut().for_each(Share::clear);
+    for share in shares.iter_mut() {
+        share.at.clear();
+        share.columns.clear();
+    }
     for (at, &pod) in (0u32..).zip(pods) {
         match pod {
             EVERY_POD => shares.iter_mut().for_each(|s| s.at.push(at)),
@@ -78,33 +46,33 @@ pub fn share_out(ev: &Events, start: usize, pods: &[u32], shares: &mut [Share]) 
         }
     }
     let end = start + pods.len();
-    scatter(&ev.keys[start..end], pods, shares, |s| &mut s.keys);
+    scatter(&ev.keys[start..end], pods, shares, |s| &mut s.columns.keys);
     if let Some(c) = ev.ops {
-        scatter(&c[start..end], pods, shares, |s| &mut s.ops);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.ops);
     }
     if let Some(c) = ev.entities {
-        scatter(&c[start..end], pods, shares, |s| &mut s.entities);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.entities);
     }
     if let Some(c) = ev.fields {
-        scatter(&c[start..end], pods, shares, |s| &mut s.fields);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.fields);
     }
     if let Some(c) = ev.value_sizes {
-        scatter(&c[start..end], pods, shares, |s| &mut s.value_sizes);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.value_sizes);
     }
     if let Some(c) = ev.key_bytes {
-        scatter(&c[start..end], pods, shares, |s| &mut s.key_bytes);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.key_bytes);
     }
     if let Some(c) = ev.reqs {
-        scatter(&c[start..end], pods, shares, |s| &mut s.reqs);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.reqs);
     }
     if let Some(c) = ev.conns {
-        scatter(&c[start..end], pods, shares, |s| &mut s.conns);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.conns);
     }
     if let Some(c) = ev.batches {
-        scatter(&c[start..end], pods, shares, |s| &mut s.batches);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.batches);
     }
     if let Some(c) = ev.ts_ns {
-        scatter(&c[start..end], pods, shares, |s| &mut s.ts_ns);
+        scatter(&c[start..end], pods, shares, |s| &mut s.columns.ts_ns);
     }
 }
 

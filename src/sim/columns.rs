@@ -3,20 +3,21 @@
 
 use super::events::Events;
 
+/// The columns are open to the crate for copies made column by column (a fleet's shares, `fleet/share.rs`).
 #[derive(Default)]
 pub struct Columns {
-    keys: Vec<u64>,
-    ops: Vec<u8>,
-    entities: Vec<u64>,
-    fields: Vec<u64>,
-    value_sizes: Vec<u32>,
-    key_bytes: Vec<u32>,
-    reqs: Vec<u64>,
-    conns: Vec<u64>,
-    batches: Vec<u64>,
-    ts_ns: Vec<i64>,
-    clients: Vec<u32>,
-    shards: Vec<u64>,
+    pub(crate) keys: Vec<u64>,
+    pub(crate) ops: Vec<u8>,
+    pub(crate) entities: Vec<u64>,
+    pub(crate) fields: Vec<u64>,
+    pub(crate) value_sizes: Vec<u32>,
+    pub(crate) key_bytes: Vec<u32>,
+    pub(crate) reqs: Vec<u64>,
+    pub(crate) conns: Vec<u64>,
+    pub(crate) batches: Vec<u64>,
+    pub(crate) ts_ns: Vec<i64>,
+    pub(crate) clients: Vec<u32>,
+    pub(crate) shards: Vec<u64>,
 }
 
 impl Columns {
@@ -40,8 +41,20 @@ impl Columns {
         self.keys.is_empty()
     }
 
+    /// Empties every column, keeping the room each had (for copies made again and again).
     pub fn clear(&mut self) {
-        *self = Columns::default();
+        self.keys.clear();
+        self.ops.clear();
+        self.entities.clear();
+        self.fields.clear();
+        self.value_sizes.clear();
+        self.key_bytes.clear();
+        self.reqs.clear();
+        self.conns.clear();
+        self.batches.clear();
+        self.ts_ns.clear();
+        self.clients.clear();
+        self.shards.clear();
     }
 
     pub fn events<'a>(&'a self, like: &Events) -> Events<'a> {
