@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cachescope.errors import TraceFormatError, UsageError
-from cachescope.trace.readers import ClientHosts, TraceInfo
+from cachescope.trace.readers import SourceRouting, TraceInfo
 from cachescope.trace.timemerge import Stream, merge_streams
 
 # Rows read at a time from each part being merged (several are open at once).
@@ -105,10 +105,11 @@ def _reader(f: str, fs):
     return read
 
 
-class DatasetSource:
+class DatasetSource(SourceRouting):
     """Acts as a TraceSource over a dataset: the merged rows become event batches as a Parquet trace's do."""
 
     def __init__(self, spec, granularity: str = "field", files: list[str] | None = None):
+        super().__init__()
         self.path = spec if isinstance(spec, str) else f"{len(files)} Parquet parts"
         self.format = "parquet"
         self.granularity = granularity
@@ -121,21 +122,10 @@ class DatasetSource:
         self.info = TraceInfo(self.path, self.format)
         self.capture_stats: dict = {}
         self.rereadable = True
-        self.want_clients = False
-        self.key_pattern = None
-        self.unmatched_shards = 0
-        self.client_hosts = ClientHosts()
         self._bytes_read = 0
 
     def _size(self, f: str) -> int:
         return self._fs.size(f) if self._fs is not None else os.path.getsize(f)
-
-    @property
-    def hosts(self) -> list[str]:
-        return self.client_hosts.names
-
-    def host_id(self, host: str) -> int:
-        return self.client_hosts.id(host)
 
     @property
     def bytes_read(self) -> int:

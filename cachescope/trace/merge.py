@@ -16,7 +16,7 @@ import numpy as np
 
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.parse.inputs import host_names
-from cachescope.trace.readers import Batch, ClientHosts, TraceInfo, TraceSource
+from cachescope.trace.readers import Batch, SourceRouting, TraceInfo, TraceSource
 
 # A trace's command indices are kept apart from another's in the top bits.
 _REQ_SHIFT = 48
@@ -24,10 +24,11 @@ _REQ_SHIFT = 48
 _CONN_SHIFT = 32
 
 
-class MergedSource:
+class MergedSource(SourceRouting):
     """Acts as a TraceSource over `sources`, whose batches it merges by `ts_ns`."""
 
     def __init__(self, sources: list[TraceSource]):
+        super().__init__()
         if len(sources) < 2:
             raise UsageError("a merge needs at least two traces")
         self.sources = sources
@@ -40,15 +41,7 @@ class MergedSource:
         self.info = TraceInfo(self.path, self.format)
         self.capture_stats: dict = {}
         self.rereadable = all(getattr(s, "rereadable", True) for s in sources)
-        self.want_clients = False
-        self.key_pattern = None
-        self.unmatched_shards = 0
-        self.client_hosts = ClientHosts()
         self.trace_hosts = host_names([s.path for s in sources])
-
-    @property
-    def hosts(self) -> list[str]:
-        return self.client_hosts.names
 
     @property
     def bytes_read(self) -> int:

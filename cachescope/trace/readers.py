@@ -66,7 +66,30 @@ class ClientHosts:
         return self._ids[host]
 
 
-class TraceSource:
+class SourceRouting:
+    """What every trace source (a file, a merge of files, a dataset) carries for the fleets' routes: set
+    before reading, and found while reading."""
+
+    def __init__(self):
+        self.want_clients = False
+        """Whether batches should carry `clients` (routing by client): set before reading."""
+        self.key_pattern: str | None = None
+        """With the key-pattern route: the regular expression whose first group is each key's shard id."""
+        self.unmatched_shards = 0
+        """Lookups, writes and deletes whose key the pattern did not match (each key its own shard)."""
+        self.client_hosts = ClientHosts()
+
+    @property
+    def hosts(self) -> list[str]:
+        """Client hosts by the index the `clients` column holds."""
+        return self.client_hosts.names
+
+    def host_id(self, host: str) -> int:
+        """The index of a client host, new ones appended."""
+        return self.client_hosts.id(host)
+
+
+class TraceSource(SourceRouting):
     """One trace file opened for reading: iterate `batches()` once, then read `info`."""
 
     def __init__(self, path: str, format: str | None = None, granularity: str = "field", ports=(6379,),
@@ -75,6 +98,7 @@ class TraceSource:
         ending a live input (standard input, a FIFO, a pipe) as if it had ended (`cachescope.trace.live`).
         `csv_spec`: the columns of a CSV trace, as libCacheSim's `-t csv` params (`time-col=1,obj-id-col=2,
         obj-size-col=3,...`) or a preset's name (`twitter`)."""
+        super().__init__()
         if granularity not in GRANULARITIES:
             raise UsageError(f"unknown granularity {granularity!r}; choose field or entity")
         if format is not None and format not in FORMATS:
@@ -105,22 +129,6 @@ class TraceSource:
         self.ports = ports
         self.capture_stats: dict = {}
         self._bytes_read = 0
-        self.key_pattern: str | None = None
-        """With the key-pattern route: the regular expression whose first group is each key's shard id."""
-        self.unmatched_shards = 0
-        """Lookups, writes and deletes whose key the pattern did not match (each key its own shard)."""
-        self.want_clients = False
-        """Whether batches should carry `clients` (routing by client): set before reading."""
-        self.client_hosts = ClientHosts()
-
-    @property
-    def hosts(self) -> list[str]:
-        """Client hosts by the index the `clients` column holds."""
-        return self.client_hosts.names
-
-    def host_id(self, host: str) -> int:
-        """The index of a client host, new ones appended."""
-        return self.client_hosts.id(host)
 
     @property
     def bytes_read(self) -> int:
