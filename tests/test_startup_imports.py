@@ -77,3 +77,23 @@ def test_summary_rows_are_the_frames_records(commands_trace):
         assert len(records) == 2 and records[0]["lookups"] > 1000
         frame = result.summary.to_dict("records")
         assert repr(records) == repr(frame)
+
+
+def test_simulate_json_on_a_trace_without_clock_imports_no_pandas(commands_trace):
+    """`--json` writes the results from the rows too (the benchmarks' and scripts' way of reading hits)."""
+    assert imported("simulate.py", commands_trace, "--lru", "1e2,1e3", "--json", "--no-progress") == []
+
+
+def test_json_results_leave_out_the_cells_the_frame_leaves_empty(commands_trace):
+    """Rows with different columns (an entry and a byte capacity): each JSON result holds exactly the
+    frame's non-empty cells."""
+    import pandas as pd
+
+    import cachescope
+
+    result = cachescope.simulate_trace(str(commands_trace), lru=["1e2", "64KiB"], assume_value_size=100)
+    expected = [{k: v for k, v in row.items() if not pd.isna(v)} for row in result.summary.to_dict("records")]
+    results = result.to_json()["results"]
+    assert [sorted(r) for r in results] == [sorted(r) for r in expected]
+    assert "byte_hit_rate" in results[1] and "byte_hit_rate" not in results[0]
+    assert results == json.loads(json.dumps(expected, default=lambda v: v.item()))

@@ -243,10 +243,10 @@ class SimulationResult:
         if self.key_pattern is not None:
             trace["key_pattern"] = self.key_pattern
             trace["unmatched_shard_keys"] = self.unmatched_shards
-        results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary.to_dict("records")]
+        results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary_records()]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         doc = {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
-        if len(self.curves):
+        if self.has_curves():
             head = ("policy", "capacity_unit", "method", "sample_rate", "salts")
             doc["curves"] = [
                 {"policy": policy, "capacity_unit": unit, "method": method,
@@ -257,7 +257,7 @@ class SimulationResult:
                 for (policy, unit, method), group in self.curves.groupby(["policy", "capacity_unit", "method"],
                                                                          sort=False)
             ]
-        if len(self.sizing):
+        if self._sizing is not None and len(self._sizing):
             doc["sizing"] = [{k: _plain(v) for k, v in row.items() if not _missing(v)}
                              for row in self.sizing.to_dict("records")]
         if self.fleet_sizes:
@@ -377,9 +377,10 @@ def _plain(v):
 
 
 def _missing(v) -> bool:
-    """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null."""
-    import pandas as pd
-    return not isinstance(v, (list, tuple)) and pd.isna(v)
+    """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null. A frame
+    fills such a cell with NaN (or None); rows kept as dicts simply lack it. Tested without pandas, which
+    `--json` of a trace without curves does not import."""
+    return v is None or (isinstance(v, (float, np.floating)) and v != v)
 
 
 def _what_ifs_on_their_clock(timeline, factors: dict, first_ts):
