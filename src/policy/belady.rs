@@ -143,6 +143,13 @@ impl Policy for Belady {
         }
     }
 
+    fn contains(&self, key: u64) -> bool {
+
+        self.resident.contains_key(&key)
+
+    }
+
+
     fn len(&self) -> usize {
         self.resident.len()
     }

@@ -61,6 +61,13 @@ impl Policy for Fifo {
         self.ring.remove_key(key)
     }
 
+    fn contains(&self, key: u64) -> bool {
+
+        self.ring.contains(key)
+
+    }
+
+
     fn len(&self) -> usize {
         self.ring.len()
     }

@@ -31,6 +31,10 @@ impl Policy for Infinite {
     fn remove(&mut self, key: u64) -> bool {
         self.seen.remove(&key)
     }
+    fn contains(&self, key: u64) -> bool {
+        self.seen.contains(&key)
+    }
+
     fn len(&self) -> usize {
         self.seen.len()
     }

@@ -252,6 +252,13 @@ impl Policy for Lfu {
         }
     }
 
+    fn contains(&self, key: u64) -> bool {
+
+        self.index.contains_key(&key)
+
+    }
+
+
     fn len(&self) -> usize {
         self.index.len()
     }

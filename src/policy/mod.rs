@@ -19,6 +19,8 @@ pub trait Policy: Send {
     fn access(&mut self, key: u64, size: u32) -> bool;
     /// Drops `key` if resident; true if it was.
     fn remove(&mut self, key: u64) -> bool;
+    /// Whether `key` is resident, leaving the policy as it was (no hit recorded).
+    fn contains(&self, key: u64) -> bool;
     /// Number of resident entries.
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
@@ -67,6 +69,9 @@ impl Policy for AnyPolicy {
     }
     fn remove(&mut self, key: u64) -> bool {
         with_policy!(self, p => p.remove(key))
+    }
+    fn contains(&self, key: u64) -> bool {
+        with_policy!(self, p => p.contains(key))
     }
     fn len(&self) -> usize {
         with_policy!(self, p => p.len())
@@ -141,6 +146,30 @@ mod tests {
             let mut emptied = used.emptied();
             assert!(with_policy!(&emptied, p => p.is_empty()), "{name}");
             assert_eq!(hits(&mut emptied), hits(&mut fresh), "{name}");
+        }
+    }
+
+    #[test]
+    fn contains_tells_the_resident_keys_of_every_policy() {
+        // Ghosts (ARC, 2Q, S3-FIFO) and keys refused admission are not resident: `contains` agrees with what
+        // `remove` finds, key by key, and leaves hits as they would have been.
+        let keys: Vec<u64> = (0..20_000u64).map(|i| crate::hash::mix64(i) % 500).collect();
+        let future: Arc<[u64]> = belady::next_access(&keys).into();
+        for spec in SPECS {
+            let build = || AnyPolicy::new(spec.name, 60, spec.needs_future.then_some(&future)).unwrap();
+            let (mut probed, mut plain) = (build(), build());
+            for (i, &k) in keys.iter().enumerate() {
+                let was = probed.contains(k);
+                let hit = probed.access(k, 1);
+                assert_eq!(hit, plain.access(k, 1), "{}: probing changed lookup {i}", spec.name);
+                assert_eq!(was, hit, "{}: lookup {i}", spec.name); // a hit is exactly a resident key
+            }
+            let resident: Vec<u64> = (0..500).filter(|&k| probed.contains(k)).collect();
+            assert_eq!(resident.len(), probed.len(), "{}", spec.name);
+            for k in 0..500 {
+                assert_eq!(probed.remove(k), resident.contains(&k), "{}: key {k}", spec.name);
+                assert!(!probed.contains(k), "{}", spec.name);
+            }
         }
     }
 }

@@ -143,6 +143,10 @@ impl Ring {
         (self.nodes.len() - 1) as u32
     }
 
+    pub fn contains(&self, key: u64) -> bool {
+        self.index.contains_key(&key)
+    }
+
     pub fn len(&self) -> usize {
         self.index.len()
     }

@@ -113,6 +113,13 @@ impl Policy for Sieve {
         }
     }
 
+    fn contains(&self, key: u64) -> bool {
+
+        self.ring.contains(key)
+
+    }
+
+
     fn len(&self) -> usize {
         self.ring.len()
     }

@@ -420,6 +420,13 @@ impl Policy for WTinyLfu {
         true
     }
 
+    fn contains(&self, key: u64) -> bool {
+
+        self.index.contains_key(&key)
+
+    }
+
+
     fn len(&self) -> usize {
         self.index.len()
     }

@@ -56,6 +56,17 @@ impl Open {
         Open { batch, seq, lookups: false, worst: 0, changes: false }
     }
 
+    #[inline]
+    fn note(&mut self, lookup: Option<u32>) {
+        match lookup {
+            Some(bucket) => {
+                self.lookups = true;
+                self.worst = self.worst.max(bucket);
+            }
+            None => self.changes = true,
+        }
+    }
+
     /// A batch that would be served but for a lookup that missed (bucket above 0).
     fn missed(&self) -> bool {
         self.lookups && !self.changes && self.worst > 0
@@ -85,6 +96,15 @@ impl RoundTrips {
     /// A lookup (`Some(bucket)`) or a write or delete (`None`) of batch `batch` on connection `conn`.
     #[inline]
     pub fn note(&mut self, conn: u64, batch: u64, lookup: Option<u32>) {
+        match &mut self.last {
+            // Most events continue the latest event's batch: updated in place.
+            Some((c, cur)) if *c == conn && cur.batch == batch => cur.note(lookup),
+            _ => self.note_elsewhere(conn, batch, lookup),
+        }
+    }
+
+    /// `note` for an event of another connection or of a new batch.
+    fn note_elsewhere(&mut self, conn: u64, batch: u64, lookup: Option<u32>) {
         let mut cur = match self.last {
             Some((c, open)) if c == conn => open,
             last => {
@@ -101,13 +121,7 @@ impl RoundTrips {
             self.close(cur);
             cur = self.open_new(batch);
         }
-        match lookup {
-            Some(bucket) => {
-                cur.lookups = true;
-                cur.worst = cur.worst.max(bucket);
-            }
-            None => cur.changes = true,
-        }
+        cur.note(lookup);
         self.last = Some((conn, cur));
     }
 

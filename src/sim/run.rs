@@ -327,19 +327,21 @@ impl RunState {
         self.open_window_lookups = 0;
     }
 
-    /// Processes events from `i` until one is due at or after `deadline`; returns where it stopped.
-    #[allow(clippy::too_many_arguments)]
     /// Processes events `at(k)`, `at(k + 1)`, ... until one is due at or after `deadline`; returns where it
     /// stopped (a position in `0..n`).
     #[allow(clippy::too_many_arguments)]
     fn segment<P: Policy>(&mut self, p: &mut P, ev: &Events, mut k: usize, n: usize, at: &impl Fn(usize) -> usize,
                           deadline: i64, unit: Unit, members: &Membership, opts: &Options) -> usize {
+        // Nothing falls due (no restart, refresh or TTL ahead): no event's time needs looking at.
+        let timed = ev.ts_ns.is_some() && (deadline != i64::MAX || opts.ttl_ns.is_some());
         while k < n {
             let i = at(k);
-            // Admissions under a TTL can bring the next expiry forward.
-            let expiry = self.ttl.queue.front().map_or(i64::MAX, |e| e.0);
-            if ev.ts(i).is_some_and(|t| t >= deadline.min(expiry)) {
-                return k;
+            if timed {
+                // Admissions under a TTL can bring the next expiry forward.
+                let expiry = self.ttl.queue.front().map_or(i64::MAX, |e| e.0);
+                if ev.ts(i).is_some_and(|t| t >= deadline.min(expiry)) {
+                    return k;
+                }
             }
             match ev.op(i) {
                 OP_READ => self.read(p, ev, i, unit, opts),
@@ -371,45 +373,42 @@ impl RunState {
             };
             let before = p.len();
             let hit = p.access(key, size);
-            if !hit {
-                self.counters.evictions += (before as u64 + 1).saturating_sub(p.len() as u64);
-                if let (Some(ttl), Some(t)) = (opts.ttl_ns, ev.ts(i)) {
-                    self.ttl.queue.push_back((t.saturating_add(ttl), key)); // never wrapped into the past
-                    self.ttl.latest.insert(key, t.saturating_add(ttl));
-                }
+            // Hit or miss is a coin toss to the processor: the counters it moves are added, not branched on.
+            let missed = u64::from(!hit);
+            self.counters.evictions += missed * (before as u64 + 1).saturating_sub(p.len() as u64);
+            if let (Some(ttl), Some(t), false) = (opts.ttl_ns, ev.ts(i), hit) {
+                self.ttl.queue.push_back((t.saturating_add(ttl), key)); // never wrapped into the past
+                self.ttl.latest.insert(key, t.saturating_add(ttl));
             }
             hit
         } else {
             self.counters.uncacheable += 1;
             false
         };
+        let h = u64::from(hit);
         self.counters.lookups += 1;
-        if value != UNKNOWN_SIZE {
-            self.counters.bytes_looked_up += u64::from(value);
-        }
+        self.counters.bytes_looked_up += u64::from(known_value);
+        self.counters.hits += h;
+        self.counters.bytes_hit += h * u64::from(known_value);
+        self.open_window_hits += h;
+        self.open_req_all_hit &= hit;
         if let Some(by_field) = &mut self.by_field {
             let tally = by_field.entry(ev.field(i)).or_default();
             tally.lookups += 1;
-            tally.hits += u64::from(hit);
+            tally.hits += h;
         }
-        if hit {
-            if let Some(log) = &mut self.hit_log {
-                log.push(i as u32);
-            }
-            self.counters.hits += 1;
-            self.counters.bytes_hit += u64::from(known_value);
-            self.open_window_hits += 1;
-            if !self.dirty.is_empty() && self.dirty.contains(&key) {
-                self.counters.stale_reads += 1;
-            }
-        } else {
-            self.open_req_all_hit = false;
-            if !self.dirty.is_empty() {
+        if let (Some(log), true) = (&mut self.hit_log, hit) {
+            log.push(i as u32);
+        }
+        if !self.dirty.is_empty() {
+            if hit {
+                self.counters.stale_reads += u64::from(self.dirty.contains(&key));
+            } else {
                 self.dirty.remove(&key); // fetched fresh from Redis
             }
-            if let Some(cost) = &mut self.refresh {
-                self.counters.refresh_refetches += u64::from(cost.missed(key));
-            }
+        }
+        if let (Some(cost), false) = (&mut self.refresh, hit) {
+            self.counters.refresh_refetches += u64::from(cost.missed(key));
         }
         if ev.req(i).is_none() {
             // Without command indices every lookup is a command of its own.
@@ -435,7 +434,8 @@ impl RunState {
         let whole_key = ev.field(i) == 0;
         let targets = std::iter::once(key).chain(if whole_key { members.entity_members(ev.entity(i)) } else { &[] }.iter().copied());
         match opts.writes {
-            WriteMode::Ignore => self.dirty.extend(targets),
+            // Only a cached entry can be read stale; any other is fetched fresh at its next lookup (a miss).
+            WriteMode::Ignore => self.dirty.extend(targets.filter(|&k| p.contains(k))),
             WriteMode::Update if is_write => {}
             _ => {
                 for k in targets {

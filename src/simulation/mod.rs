@@ -188,6 +188,9 @@ impl Simulation {
         }
         let plain = ev.is_plain() && self.opts.is_plain()
             && self.runs.iter().all(|r| r.unit == Unit::Entries && !r.counts_by_field());
+        // The membership is brought up to date with the batch beside the runs, on a thread of its own, when
+        // no run can consult it during the batch; else before them.
+        let mut observe_apart = false;
         if !plain {
             // The infinite cache's resident keys are the unique keys read unless it can lose an entry: only
             // then are they counted apart (a set of every key: a fifth of the feed's time on a capture).
@@ -201,14 +204,21 @@ impl Simulation {
                 }
             }
             if ev.ops.is_some() {
-                for i in 0..ev.len() {
-                    self.members.observe(ev.keys[i], ev.entity(i), ev.field(i));
+                observe_apart = !self.members.consulted_by(ev);
+                if !observe_apart {
+                    self.members.observe_all(ev);
                 }
             }
         }
         self.note_window_times(ev);
         self.share_routings();
-        let (opts, members, first_ts) = (&self.opts, &self.members, self.first_ts);
+        let unconsulted = Membership::default();
+        let (members, observing) = if observe_apart {
+            (&unconsulted, Some(&mut self.members))
+        } else {
+            (&self.members, None)
+        };
+        let (opts, first_ts) = (&self.opts, self.first_ts);
         let process = |run: &mut Run| {
             if plain {
                 run.process_plain(ev.keys, opts.window)
@@ -222,8 +232,12 @@ impl Simulation {
             groups[d].push(fleet);
         }
         let feed_fleets = |d: &mut Dispatch, mut fleets: Vec<&mut Fleet>| fleet::feed(d, &mut fleets, ev, members, first_ts);
-        if self.runs.len() + self.curves.len() + self.dispatches.len() > 1 && ev.len() >= PARALLEL_MIN_BATCH {
+        let tasks = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart);
+        if tasks > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
+                if let Some(m) = observing {
+                    s.spawn(move || m.observe_all(ev));
+                }
                 for run in self.runs.iter_mut() {
                     s.spawn(move || process(run));
                 }
@@ -235,6 +249,9 @@ impl Simulation {
                 }
             });
         } else {
+            if let Some(m) = observing {
+                m.observe_all(ev);
+            }
             self.runs.iter_mut().for_each(process);
             self.curves.iter_mut().for_each(trace_curve);
             self.dispatches.iter_mut().zip(groups).for_each(|(d, fleets)| feed_fleets(d, fleets));

@@ -336,3 +336,34 @@ fn fleets_that_route_alike_share_a_routing_and_give_what_each_gives_alone() {
         assert_eq!(a.served(), t.served());
     }
 }
+
+#[test]
+fn a_whole_key_delete_reaches_fields_seen_in_batches_the_runs_took_beside_the_membership() {
+    // Batch 1 (large enough for threads, no whole-key write): reads of fields 1..=100 of entity 7 over and
+    // over, the last event a write of one field; the membership is kept up to date beside the runs. Batch 2:
+    // DEL 7 (no field) alone, so only batch 1 can have told which fields entity 7 has. Batch 3: each field
+    // read once. Under invalidation the DEL removes all 100 cached fields and the reads miss; with writes
+    // ignored the reads are 100 hits, each stale.
+    let n = PARALLEL_MIN_BATCH;
+    let fields: Vec<u64> = (0..n as u64).map(|i| i % 100 + 1).collect();
+    let keys: Vec<u64> = fields.iter().map(|f| 1_000 + f).collect();
+    let mut ops = vec![OP_READ; n];
+    ops[n - 1] = OP_WRITE;
+    let entities = vec![7u64; n];
+    let events = |keys, ops, fields, entities| Events { keys, ops: Some(ops), fields: Some(fields),
+                                                         entities: Some(entities), ..Events::default() };
+    for (mode, invalidated, hits_after, stale) in [(WriteMode::Invalidate, 100, 0, 0), (WriteMode::Ignore, 0, 100, 100)] {
+        let mut opts = Options::with_window(1_000);
+        opts.writes = mode;
+        let mut sim = Simulation::new(&[RunSpec::entries("lru", 1_000), RunSpec::entries("infinite", 0)], opts, None)
+            .unwrap();
+        sim.feed(&events(&keys, &ops, &fields, &entities)).unwrap();
+        sim.feed(&events(&[7], &[OP_DELETE], &[0], &[7])).unwrap();
+        let hits_before = sim.runs()[0].hits();
+        sim.feed(&events(&keys[..100], &ops[..100], &fields[..100], &entities[..100])).unwrap();
+        let c = sim.runs()[0].counters();
+        assert_eq!(c.invalidations, invalidated, "{mode:?}");
+        assert_eq!(c.hits - hits_before, hits_after, "{mode:?}");
+        assert_eq!(c.stale_reads, stale, "{mode:?}");
+    }
+}
