@@ -159,6 +159,17 @@ mod tests {
     }
 
     #[test]
+    fn fields_by_dictionary_index_hash_as_the_fields_themselves() {
+        let (offsets, data) = ([0i64, 2, 5, 5], b"f1f22".as_slice()); // "f1", "f22", ""
+        let keys = [key_hash(b"a"), key_hash(b"b"), key_hash(b"c"), key_hash(b"d")];
+        let (index, valid) = ([1i64, 0, 7, 2], [true, true, false, true]); // row 2 has no field
+        let want = [field_hash(keys[0], b"f22"), field_hash(keys[1], b"f1"), keys[2], field_hash(keys[3], b"")];
+        assert_eq!(hash_field_by_index(&keys, &offsets, data, &index, &valid).unwrap(), want);
+        assert!(hash_field_by_index(&keys, &offsets, data, &[3, 0, 0, 0], &valid).is_err(), "index past the end");
+        assert!(hash_field_by_index(&keys, &offsets, data, &[-1, 0, 0, 0], &valid).is_err());
+    }
+
+    #[test]
     fn mix64_is_a_bijection_on_a_sample() {
         let mut seen = KeySet::default();
         for i in 0..100_000u64 {
@@ -181,6 +192,27 @@ pub fn hash_field_column(key_hashes: &[u64], offsets: &[i64], data: &[u8], valid
     column_rows(offsets, data.len())?
         .zip(key_hashes.iter().zip(valid))
         .map(|((a, b), (&k, &v))| Ok(if v { field_hash(k, &data[a..b]) } else { k }))
+        .collect()
+}
+
+/// `hash_field_column` for a dictionary-encoded field column (a Parquet trace's): row `i`'s field is entry
+/// `index[i]` of the dictionary whose strings are in Arrow layout, so no row's string is copied out.
+pub fn hash_field_by_index(key_hashes: &[u64], offsets: &[i64], data: &[u8], index: &[i64], valid: &[bool])
+                           -> Result<Vec<u64>, String> {
+    if key_hashes.len() != valid.len() || index.len() != valid.len() {
+        return Err("key, field index and validity columns differ in length".into());
+    }
+    let entries: Vec<(usize, usize)> = column_rows(offsets, data.len())?.collect();
+    key_hashes
+        .iter()
+        .zip(index.iter().zip(valid))
+        .map(|(&k, (&j, &v))| {
+            if !v {
+                return Ok(k);
+            }
+            let &(a, b) = usize::try_from(j).ok().and_then(|j| entries.get(j)).ok_or("field index outside its dictionary")?;
+            Ok(field_hash(k, &data[a..b]))
+        })
         .collect()
 }
 

@@ -961,6 +961,19 @@ fn hash_field_column<'py>(
 }
 
 #[pyfunction]
+fn hash_field_by_index<'py>(
+    py: Python<'py>,
+    key_hashes: PyReadonlyArray1<u64>,
+    offsets: PyReadonlyArray1<i64>,
+    data: PyReadonlyArray1<u8>,
+    index: PyReadonlyArray1<i64>,
+    valid: PyReadonlyArray1<bool>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let (k, o, d, i, v) = (key_hashes.as_slice()?, offsets.as_slice()?, data.as_slice()?, index.as_slice()?, valid.as_slice()?);
+    Ok(py.detach(|| hash::hash_field_by_index(k, o, d, i, v)).map_err(value_err)?.into_pyarray(py))
+}
+
+#[pyfunction]
 fn hash_optional_column<'py>(
     py: Python<'py>,
     offsets: PyReadonlyArray1<i64>,
@@ -1126,6 +1139,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sniff_format, m)?)?;
     m.add_function(wrap_pyfunction!(hash_string_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_field_column, m)?)?;
+    m.add_function(wrap_pyfunction!(hash_field_by_index, m)?)?;
     m.add_function(wrap_pyfunction!(shard_column, m)?)?;
     m.add_function(wrap_pyfunction!(hash_optional_column, m)?)?;
     m.add_function(wrap_pyfunction!(key_hash, m)?)?;

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cachescope import _native
-from cachescope.parse.arrow_views import strings, valid, values
+from cachescope.trace.arrow_views import strings, valid, values
 from cachescope.parse.output_format import OUTPUT_FORMATS, output_format  # noqa: F401 (their home before)
 from cachescope.outputs import in_place, rename_target
 from cachescope.parse.schema import SCHEMA

@@ -161,15 +161,14 @@ class SimulationResult:
         spreads = {i: f["window_spread"] for i, f in enumerate(fleets, start=len(native))}
         timeline = lambda: _what_ifs_on_their_clock(  # noqa: E731
             _timeline_frame(runs_and_bound, ends, ts, hits, first_ts, spreads), factors, first_ts)
-        summary = rows
         restarts = list(bound["restart_times"])  # the same for every run
         if ts is not None and rows:
-            import pandas as pd
-
             from cachescope.simulate.recovery import recovery_columns
 
-            timeline, summary = timeline(), pd.DataFrame(rows)
-            summary = summary.join(recovery_columns(timeline, summary, first_ts, restarts))
+            windows = _window_rates(ends, ts, hits[: len(rows)], first_ts, factors)
+            for row, columns in zip(rows, recovery_columns(windows, rows, first_ts, restarts)):
+                row.update(columns)
+        summary = rows
         unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
         result = cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
                      source.granularity, first_ts, restarts, params)
@@ -381,6 +380,19 @@ def _missing(v) -> bool:
     fills such a cell with NaN (or None); rows kept as dicts simply lack it. Tested without pandas, which
     `--json` of a trace without curves does not import."""
     return v is None or (isinstance(v, (float, np.floating)) and v != v)
+
+
+def _window_rates(ends, ts, hits, first_ts, factors: dict) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(time of each window's end, hit rate in it) of each run, as the timeline frame has them (a what-if's
+    on its own clock, `_what_ifs_on_their_clock`), without building the frame."""
+    lookups = np.maximum(np.diff(ends, prepend=np.uint64(0)).astype(np.int64), 1)
+    ts = np.asarray(ts, dtype=np.int64)
+    windows = []
+    for index, run_hits in enumerate(hits):
+        factor = factors.get(index, 1)
+        times = first_ts + (ts - first_ts) // factor if factor > 1 else ts
+        windows.append((times, run_hits.astype(np.int64) / lookups))
+    return windows
 
 
 def _what_ifs_on_their_clock(timeline, factors: dict, first_ts):

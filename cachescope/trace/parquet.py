@@ -1,5 +1,7 @@
 """The Parquet trace (schema in DESIGN.md) read in row groups: pyarrow decodes the columns, Rust hashes the
-key and field columns straight from Arrow's buffers."""
+key and field columns straight from Arrow's buffers. Columns stored with a dictionary (parse.py writes keys,
+fields and categories so) are read as dictionaries: each distinct key of a row group is hashed once, and no
+row's string is copied out. numpy views come from Arrow's buffers (arrow_views.py): no pandas is imported."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pyarrow.parquet as pq
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.trace.arrow_views import integers, strings, valid
 
 _COLUMNS = ("op", "key", "field", "ts_ns", "req", "conn", "batch", "value_size", "error", "server")
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
@@ -24,6 +27,9 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
     path = src.path
     try:
         pf = pq.ParquetFile(path)
+        dictionaries = _dictionary_encoded(pf, ("key", "field"))
+        if dictionaries:
+            pf = pq.ParquetFile(path, read_dictionary=dictionaries)
     except (pa.ArrowException, OSError) as e:
         raise TraceFormatError(f"{path}: not a readable Parquet file ({e})") from None
     names = pf.schema_arrow.names
@@ -44,6 +50,25 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
         raise TraceFormatError(f"{path}: corrupt Parquet data after row {events.rows} ({e})") from None
     if src.info.commands == 0:
         raise TraceFormatError(f"{path}: empty trace: no commands")
+
+
+def _dictionary_encoded(pf: pq.ParquetFile, names) -> list[str]:
+    """The string columns among `names` whose first row group is stored with a dictionary: read as
+    dictionaries, they are decoded and hashed once per distinct value (a column without one would have to
+    be dictionary-encoded on reading, for nothing)."""
+    if pf.metadata.num_row_groups == 0:
+        return []
+    group, schema = pf.metadata.row_group(0), pf.schema_arrow
+    found = []
+    for j in range(group.num_columns):
+        chunk = group.column(j)
+        name = chunk.path_in_schema
+        if name in names and chunk.has_dictionary_page and name in schema.names:
+            t = schema.field(name).type
+            if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+                    or pa.types.is_large_binary(t):
+                found.append(name)
+    return found
 
 
 def _check_types(path: str, schema: pa.Schema) -> None:
@@ -118,11 +143,11 @@ class RecordBatchEvents:
         command once by its code (its rows share `req`, and may continue from the previous batch), and the
         lookups among them."""
         codes = _dictionary(rb.column("error"))
-        bad = codes.is_valid().to_numpy(zero_copy_only=False)
+        bad = valid(codes)
         if not bad.any():
             return bad
         rows = np.flatnonzero(bad)
-        index = codes.indices.take(pa.array(rows)).to_numpy(zero_copy_only=False).astype(np.int64)
+        index = integers(codes)[rows].astype(np.int64)
         r = reqs[rows]
         first = np.ones(len(rows), dtype=bool)
         first[1:] = r[1:] != r[:-1]
@@ -147,7 +172,7 @@ def _dictionary(column: pa.Array) -> pa.DictionaryArray:
 def _count_by(counts: dict, column: pa.Array, rows: np.ndarray) -> None:
     """Adds to `counts` the selected rows by their value in the (string) column, nulls left out."""
     values = _dictionary(column)
-    index = values.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)[rows]
+    index = np.where(valid(values), integers(values), -1).astype(np.int64)[rows]
     index = index[index >= 0]
     names = values.dictionary.to_pylist()
     for i, n in enumerate(np.bincount(index, minlength=len(names))):
@@ -162,10 +187,9 @@ def _client_ids(column: pa.Array, src) -> np.ndarray:
     ids = np.empty(len(encoded.dictionary), dtype=np.uint32)
     for i, addr in enumerate(encoded.dictionary.to_pylist()):
         ids[i] = src.host_id(client_host(addr or ""))
-    indices = encoded.indices.fill_null(0) if encoded.indices.null_count else encoded.indices
     if len(ids) == 0:
         return np.full(len(column), src.host_id(""), dtype=np.uint32)
-    return ids[indices.to_numpy(zero_copy_only=False)]
+    return ids[np.where(valid(encoded), integers(encoded), 0)]
 
 
 def client_host(addr: str) -> str:
@@ -186,7 +210,7 @@ class _CommandCounter:
             reqs = np.arange(self.count, self.count + rb.num_rows, dtype=np.uint64)
             self.count += rb.num_rows
             return reqs
-        reqs = rb.column("req").to_numpy(zero_copy_only=False).astype(np.uint64)
+        reqs = integers(rb.column("req")).astype(np.uint64)
         if len(reqs):
             self.count += int(np.count_nonzero(reqs[1:] != reqs[:-1])) + int(reqs[0] != self.last)
             self.last = reqs[-1]
@@ -196,9 +220,9 @@ class _CommandCounter:
 def _integers(column: pa.Array, name: str, path: str, row0: int) -> np.ndarray:
     """A column of non-negative integers as uint64; a null or negative value is an error."""
     if column.null_count:
-        at = int(np.flatnonzero(~column.is_valid().to_numpy(zero_copy_only=False))[0])
+        at = int(np.flatnonzero(~valid(column))[0])
         raise TraceFormatError(f"{path}: row {row0 + at}: {name} is null")
-    values = column.to_numpy(zero_copy_only=False)
+    values = integers(column)
     if values.dtype.kind == "i" and len(values) and values.min() < 0:
         at = int(np.flatnonzero(values < 0)[0])
         raise TraceFormatError(f"{path}: row {row0 + at}: {name} {values[at]} is negative")
@@ -209,37 +233,56 @@ def _op_codes(rb: pa.RecordBatch) -> np.ndarray:
     """0 read, 1 write, 2 delete, 3 anything else (dropped); all reads when the trace has no `op` column."""
     if "op" not in rb.schema.names:
         return np.zeros(rb.num_rows, dtype=np.uint8)
-    op = rb.column("op")
-    if pa.types.is_dictionary(op.type):
-        op = op.dictionary_decode()
-    codes = np.full(rb.num_rows, 3, dtype=np.uint8)
-    for name, code in _OP_CODES.items():
-        codes[pc.fill_null(pc.equal(op, name), False).to_numpy(zero_copy_only=False)] = code
-    return codes
+    op = _dictionary(rb.column("op"))
+    # The code of each of the few distinct values, then each row's by its index; a null is "anything else".
+    by_value = np.array([_OP_CODES.get(v, 3) for v in op.dictionary.to_pylist()] + [3], dtype=np.uint8)
+    return by_value[np.where(valid(op), integers(op), len(by_value) - 1)]
 
 
 def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int) -> dict:
     key = rb.column("key")
     if key.null_count:
         raise TraceFormatError(f"{path}: row group at row {row0}: null key")
-    key_offsets, key_data, _ = _string_buffers(key)
-    entities = _native.hash_string_column(key_offsets, key_data)
-    key_bytes = np.diff(key_offsets)
+    entities, key_bytes = _hashed(key)
     if "field" not in rb.schema.names:
         fields = np.zeros(len(entities), dtype=np.uint64)
         keys = entities
     else:
-        offsets, data, valid = _string_buffers(rb.column("field"))
-        fields = _native.hash_optional_column(offsets, data, valid)
-        key_bytes = key_bytes + np.diff(offsets)
-        keys = entities if granularity == "entity" else _native.hash_field_column(entities, offsets, data, valid)
+        field = rb.column("field")
+        fields, field_bytes = _hashed(field)
+        key_bytes = key_bytes + field_bytes
+        if granularity == "entity":
+            keys = entities
+        elif pa.types.is_dictionary(field.type):
+            offsets, data, _ = strings(field.dictionary)
+            present = valid(field)
+            index = np.where(present, integers(field), 0).astype(np.int64)
+            keys = _native.hash_field_by_index(entities, offsets, data, index, present)
+        else:
+            offsets, data, present = _string_buffers(field)
+            keys = _native.hash_field_column(entities, offsets, data, present)
     return {"keys": keys, "entities": entities, "fields": fields,
             "key_bytes": np.minimum(key_bytes, 2**32 - 1).astype(np.uint32)}
 
 
+def _hashed(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's `key_hash` (0 for a null) and its length in bytes (0 for a null); a dictionary column's
+    distinct values hashed once each."""
+    if not pa.types.is_dictionary(column.type):
+        offsets, data, present = _string_buffers(column)
+        return _native.hash_optional_column(offsets, data, present), np.diff(offsets)
+    offsets, data, _ = strings(column.dictionary)
+    every = np.ones(len(offsets) - 1, dtype=bool)
+    hashes = np.append(_native.hash_optional_column(offsets, data, every), np.uint64(0))
+    lengths = np.append(np.diff(offsets), 0)
+    # A null row takes the entry past the dictionary's end: hash 0, no bytes (its index slot is arbitrary).
+    index = np.where(valid(column), integers(column), len(hashes) - 1)
+    return hashes[index], lengths[index]
+
+
 def _value_sizes(column: pa.Array, path: str, row0: int) -> np.ndarray:
     """uint32 sizes with nulls as UNKNOWN_SIZE; a negative or impossibly large size is an error."""
-    sizes = pc.fill_null(column.cast(pa.int64()), -1).to_numpy()
+    sizes = np.where(valid(column), integers(column.cast(pa.int64())), -1)
     bad = np.flatnonzero((sizes < -1) | (sizes >= UNKNOWN_SIZE))
     if len(bad) or (column.null_count == 0 and (sizes == -1).any()):
         at = bad[0] if len(bad) else int(np.flatnonzero(sizes == -1)[0])
@@ -255,19 +298,12 @@ def _timestamps(rb: pa.RecordBatch, path: str):
         return None
     if ts.null_count:
         raise TraceFormatError(f"{path}: ts_ns is null in some rows but not others")
-    return ts.cast(pa.int64()).to_numpy().astype(np.int64, copy=False)
+    return integers(ts.cast(pa.int64()))
 
 
 def _string_buffers(arr: pa.Array):
-    """(int64 offsets, uint8 data, bool validity) of a string or binary column, without copying the data."""
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.large_binary())
-    else:
+    """(int64 offsets, uint8 data, bool validity) of a string or binary column (a column of nulls read as
+    strings), without copying the data."""
+    if pa.types.is_null(arr.type):
         arr = arr.cast(pa.large_string())
-    _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    valid = arr.is_valid().to_numpy(zero_copy_only=False)
-    return np.ascontiguousarray(offsets), data, np.ascontiguousarray(valid, dtype=bool)
+    return strings(arr)

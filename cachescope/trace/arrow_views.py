@@ -1,5 +1,6 @@
 """numpy views of Arrow arrays, read from their buffers: `Array.to_numpy` (and `is_valid().to_numpy`) import
-pandas the first time they are called, which would add 0.2-0.4 s to `parse.py` to a text or binary trace."""
+pandas the first time they are called, which would add 0.2-0.4 s to `parse.py` to a text or binary trace and
+to `simulate.py` on a Parquet trace."""
 
 from __future__ import annotations
 
@@ -18,6 +19,15 @@ def values(arr: pa.Array, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype)[arr.offset : arr.offset + len(arr)]
 
 
+def integers(arr: pa.Array) -> np.ndarray:
+    """An integer column (a dictionary column's indices) in its own width and signedness; nulls as whatever
+    their slot holds."""
+    t = arr.indices.type if pa.types.is_dictionary(arr.type) else arr.type
+    if not pa.types.is_integer(t):
+        raise TypeError(f"not an integer column: {t}")
+    return values(arr, np.dtype(f"{'u' if pa.types.is_unsigned_integer(t) else 'i'}{t.bit_width // 8}"))
+
+
 def valid(arr: pa.Array) -> np.ndarray:
     """True where the row has a value."""
     bitmap = arr.buffers()[0]
@@ -28,7 +38,14 @@ def valid(arr: pa.Array) -> np.ndarray:
 
 
 def strings(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(int64 offsets, uint8 data, validity) of a large_string column; offsets index the whole data buffer."""
+    """(int64 offsets, uint8 data, validity) of a string or binary column (cast to its large form first if
+    need be; a dictionary column decoded); offsets index the whole data buffer."""
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_binary(arr.type):
+        arr = arr.cast(pa.large_binary())
+    elif pa.types.is_string(arr.type):
+        arr = arr.cast(pa.large_string())
     _, offsets, data = arr.buffers()
     offsets = np.frombuffer(offsets, np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
