@@ -95,7 +95,7 @@ fn bytes_from(b: &RowBatch, rows: &[usize]) -> usize {
 
 impl RowBatch {
     /// Appends the rows `rows` of `src`, a column slice at a time.
-    fn append_range(&mut self, src: &RowBatch, rows: std::ops::Range<usize>) {
+    pub(super) fn append_range(&mut self, src: &RowBatch, rows: std::ops::Range<usize>) {
         let (a, b) = (rows.start, rows.end);
         self.ts_ns.extend_from_slice(&src.ts_ns[a..b]);
         self.conn.extend_from_slice(&src.conn[a..b]);
@@ -116,26 +116,19 @@ impl RowBatch {
         self.error.extend_from_slice(&src.error[a..b]);
     }
 
-    /// Appends the rows `rows` of `src`, in that order.
+    /// Appends the rows `rows` of `src`, in that order. Consecutive rows (a command's, mostly: they are made
+    /// together and sort together) go a column slice at a time: copying each row's key and field alone cost a
+    /// call of `memcpy` each, a fifth of the parser's time.
     pub fn append_rows(&mut self, src: &RowBatch, rows: &[usize]) {
-        for &i in rows {
-            self.ts_ns.push(src.ts_ns[i]);
-            self.conn.push(src.conn[i]);
-            self.req.push(src.req[i]);
-            self.batch.push(src.batch[i]);
-            self.op.push(src.op[i]);
-            self.cmd.push(src.cmd[i]);
-            let (k0, k1) = (src.key_offsets[i] as usize, src.key_offsets[i + 1] as usize);
-            self.key_data.extend_from_slice(&src.key_data[k0..k1]);
-            self.key_offsets.push(self.key_data.len() as i64);
-            let (f0, f1) = (src.field_offsets[i] as usize, src.field_offsets[i + 1] as usize);
-            self.field_data.extend_from_slice(&src.field_data[f0..f1]);
-            self.field_offsets.push(self.field_data.len() as i64);
-            self.field_valid.push(src.field_valid[i]);
-            self.value_size.push(src.value_size[i]);
-            self.found.push(src.found[i]);
-            self.latency_ns.push(src.latency_ns[i]);
-            self.error.push(src.error[i]);
+        let mut k = 0;
+        while k < rows.len() {
+            let (start, mut end) = (rows[k], rows[k] + 1);
+            k += 1;
+            while k < rows.len() && rows[k] == end {
+                end += 1;
+                k += 1;
+            }
+            self.append_range(src, start..end);
         }
     }
 }

@@ -196,7 +196,7 @@ impl RowBuilder {
     /// Gives back rows `take_made` took and kept; rows made since come after them.
     pub fn put_back(&mut self, mut held: RowBatch) {
         let made = std::mem::replace(&mut self.batch, RowBatch::new());
-        held.append_rows(&made, &(0..made.len()).collect::<Vec<_>>());
+        held.append_range(&made, 0..made.len());
         self.batch = held;
     }
 
