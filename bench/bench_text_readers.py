@@ -8,12 +8,12 @@ on all of them. The inputs are made once from common.py's Zipf stream and cached
 `keys` (one id a line, the stream itself), `commands` (`HMGET st_<id> f1 f2 f3 f4`, four lookups a line, with
 an `HSET` every 50 lines) and `monitor` (the same commands as `redis-cli MONITOR` prints them).
 """
-import argparse, json, os, subprocess, sys, time
+import argparse, json, os, sys, time
 from pathlib import Path
 
 import numpy as np
 
-from common import HERE, add_common_options, machine, machine_line, rel, stream_files
+from common import HERE, add_common_options, machine, machine_line, rel, run_with_peak, stream_files
 
 REPO = HERE.parent
 FIELDS = ("2496559762", "1170383926", "3344556677", "90210")
@@ -69,37 +69,27 @@ def worker(a):
     print(json.dumps({"seconds": time.perf_counter() - t, "events": lookups}))
 
 
-def timed(cmd, cwd=REPO):
-    t = time.perf_counter()
-    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    seconds = time.perf_counter() - t
-    if out.returncode != 0:
-        raise SystemExit(f"\n!!! {' '.join(map(str, cmd))} failed:\n{out.stderr}")
-    return seconds, out.stdout
-
-
 def read_job(a, checkout, path):
     def run():
-        _, out = timed([sys.executable, __file__, "--worker", "read", "--checkout", str(checkout), "--path",
-                        str(path)], cwd=checkout)
-        return json.loads(out)
+        _, out, peak = run_with_peak(__file__, "--worker", "read", "--checkout", checkout, "--path", path,
+                                     cwd=checkout)
+        return {**json.loads(out), "peak_bytes": peak}
     return run
 
 
 def simulate_job(a, checkout, path):
     def run():
-        seconds, out = timed([sys.executable, "simulate.py", str(path), "--lru", str(a.capacity), "--json",
-                              "--no-progress"], cwd=checkout)
-        return {"seconds": seconds, "hits": json.loads(out)["results"][0]["hits"]}
+        seconds, out, peak = run_with_peak("simulate.py", path, "--lru", a.capacity, "--json", "--no-progress",
+                                           cwd=checkout)
+        return {"seconds": seconds, "hits": json.loads(out)["results"][0]["hits"], "peak_bytes": peak}
     return run
 
 
 def libcachesim_job(a, path):
     def run():
-        t = time.perf_counter()
-        _, out = timed([sys.executable, __file__, "--worker", "libcachesim", "--path", str(path), "--capacity",
-                        str(a.capacity)])
-        return {**json.loads(out), "seconds": time.perf_counter() - t}
+        seconds, out, peak = run_with_peak(__file__, "--worker", "libcachesim", "--path", path, "--capacity",
+                                           a.capacity)
+        return {**json.loads(out), "seconds": seconds, "peak_bytes": peak}
     return run
 
 
@@ -132,7 +122,8 @@ def main():
             runs[k].append(job())
     best = {k: min(r, key=lambda x: x["seconds"]) for k, r in runs.items()}
     print(machine_line(machine(), "libcachesim"))
-    print(f"{'format':<10} {'MB':>8} {'before MB/s':>12} {'now MB/s':>10} {'now is':>8}   (best of {a.repeat})")
+    print(f"{'format':<10} {'MB':>8} {'before MB/s':>12} {'now MB/s':>10} {'now is':>8} {'peak MiB before/now':>20}"
+          f"   (best of {a.repeat}; peak: the whole process's, the largest of its runs)")
     results = {}
     for fmt in a.formats.split(","):
         mb = files[fmt].stat().st_size / 1e6
@@ -140,10 +131,11 @@ def main():
         if b["events"] != n["events"]:
             raise SystemExit(f"!!! {fmt}: {b['events']} events before, {n['events']} now")
         ratio = b["seconds"] / n["seconds"]
+        peaks = [max(r["peak_bytes"] for r in runs[(fmt, name)]) / 2**20 for name in ("before", "now")]
         results[fmt] = {"mb": mb, "before_mb_s": mb / b["seconds"], "now_mb_s": mb / n["seconds"], "ratio": ratio,
-                        "events": n["events"]}
+                        "events": n["events"], "before_peak_mib": peaks[0], "now_peak_mib": peaks[1]}
         print(f"{fmt:<10} {mb:>8.0f} {mb / b['seconds']:>12.0f} {mb / n['seconds']:>10.0f} {ratio:>7.1f}x"
-              f"   target 5x: {'PASS' if ratio >= 5 else 'FAIL'}")
+              f" {peaks[0]:>10.0f} / {peaks[1]:<8.0f}   target 5x: {'PASS' if ratio >= 5 else 'FAIL'}")
     hits = {k[1]: v["hits"] for k, v in best.items() if k[0] == "simulate"}
     agree = len(set(hits.values())) == 1
     lib, now, before = (best[("simulate", k)]["seconds"] for k in ("libcachesim", "now", "before"))
@@ -151,6 +143,9 @@ def main():
           f"{before:.2f} s, libcachesim {lib:.2f} s -> {lib / now:.2f}x libcachesim "
           f"(target 3x: {'PASS' if lib / now >= 3 and agree else 'FAIL'}); hits {hits}"
           + ("" if agree else "  HIT COUNTS DISAGREE"))
+    peak = {k: max(r["peak_bytes"] for r in runs[("simulate", k)]) / 2**20 for k in ("now", "before", "libcachesim")}
+    print(f"  peak memory of the whole process: now {peak['now']:.0f} MiB, before {peak['before']:.0f} MiB, "
+          f"libcachesim {peak['libcachesim']:.0f} MiB")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "text_readers.json").write_text(json.dumps({

@@ -16,16 +16,14 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import parse_capture  # noqa: E402
-from common import machine, machine_line  # noqa: E402
+from common import machine, machine_line, run_with_peak  # noqa: E402
 
 
 def simulate(args):
-    cmd = [sys.executable, str(ROOT / "simulate.py"), *map(str, args), "--no-progress", "--json"]
-    t = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    seconds = time.perf_counter() - t
+    """(wall seconds, (lookups, hits), peak resident bytes) of one whole `simulate.py` command."""
+    seconds, out, peak = run_with_peak(ROOT / "simulate.py", *args, "--no-progress", "--json")
     doc = json.loads(out)
-    return seconds, (doc["trace"]["lookups"], [r["hits"] for r in doc["results"]])
+    return seconds, (doc["trace"]["lookups"], [r["hits"] for r in doc["results"]]), peak
 
 
 def profile(args):
@@ -65,13 +63,15 @@ def main():
         for name, args in contenders.items():
             runs[name].append(simulate(args))
     answers = {name: {r[1][0]: r[1][1] for r in rs} for name, rs in runs.items()}
+    peaks = {name: max(r[2] for r in rs) / 2**20 for name, rs in runs.items()}
     if answers["capture"] != answers["parquet"] or any(len(v) != 1 for v in answers.values()):
         print(f"DIFFERENT ANSWERS (lookups: hits): {answers}")
         sys.exit(1)
-    best = {name: min(s for s, _ in rs) for name, rs in runs.items()}
+    best = {name: min(r[0] for r in rs) for name, rs in runs.items()}
     lookups = next(iter(answers["capture"]))
     for name in contenders:
-        print(f"  {name:<8} {best[name]:6.2f} s  ({lookups / best[name] / 1e6:.2f} M lookups/s, whole command)")
+        print(f"  {name:<8} {best[name]:6.2f} s  ({lookups / best[name] / 1e6:.2f} M lookups/s, whole command), "
+              f"peak memory {peaks[name]:.0f} MiB")
     ratio = best["capture"] / best["parquet"]
     print(f"the Parquet trace is {ratio:.2f}x faster than its capture (target >= 2x: {'PASS' if ratio >= 2 else 'FAIL'})")
     if a.profile:

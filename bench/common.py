@@ -180,6 +180,19 @@ def run_worker(script, a, name, *extra, label=None):
         return json.loads(Path(out.name).read_text())
 
 
+def run_with_peak(script, *args, cwd=None):
+    """`python SCRIPT ARGS...` as a whole process, to its end (a failure ends the benchmark); returns (wall
+    seconds, its stdout, its peak resident memory in bytes, measured by peak.py inside it)."""
+    with tempfile.NamedTemporaryFile(suffix=".peak") as peak:
+        cmd = [sys.executable, str(HERE / "peak.py"), str(script), *map(str, args)]
+        t = time.perf_counter()
+        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PEAK_RSS_FILE": peak.name})
+        seconds = time.perf_counter() - t
+        if out.returncode != 0:
+            raise SystemExit(f"\n!!! {' '.join(cmd)} failed:\n{out.stderr}")
+        return seconds, out.stdout, int(Path(peak.name).read_text())
+
+
 def interleaved(jobs, repeat):
     """`repeat` runs of each job (key -> callable doing one run), round by round, so that a burst of load from
     elsewhere on a shared machine falls on all of them rather than on all runs of one."""
