@@ -377,8 +377,8 @@ def _plain(v):
 
 def _missing(v) -> bool:
     """A cell a row does not have (a byte hit rate of an entry capacity): left out of JSON, not null. A frame
-    fills such a cell with NaN (or None); rows kept as dicts simply lack it. Tested without pandas, which
-    `--json` of a trace without curves does not import."""
+    fills such a cell with NaN (or None); rows kept as dicts simply lack it. No pandas: `--json` of a trace
+    without curves imports none."""
     return v is None or (isinstance(v, (float, np.floating)) and v != v)
 
 
@@ -390,9 +390,14 @@ def _window_rates(ends, ts, hits, first_ts, factors: dict) -> list[tuple[np.ndar
     windows = []
     for index, run_hits in enumerate(hits):
         factor = factors.get(index, 1)
-        times = first_ts + (ts - first_ts) // factor if factor > 1 else ts
+        times = _on_own_clock(ts, first_ts, factor) if factor > 1 else ts
         windows.append((times, run_hits.astype(np.int64) / lookups))
     return windows
+
+
+def _on_own_clock(ts, first_ts: int, factor: int):
+    """Times on the clock of a sharded what-if, which runs `factor` times faster than the trace's."""
+    return first_ts + (ts - first_ts) // factor
 
 
 def _what_ifs_on_their_clock(timeline, factors: dict, first_ts):
@@ -402,6 +407,6 @@ def _what_ifs_on_their_clock(timeline, factors: dict, first_ts):
     for index, factor in factors.items():
         if factor > 1:
             mine = timeline["run"] == index
-            timeline.loc[mine, "ts_ns"] = first_ts + (timeline.loc[mine, "ts_ns"] - first_ts) // factor
+            timeline.loc[mine, "ts_ns"] = _on_own_clock(timeline.loc[mine, "ts_ns"], first_ts, factor)
             timeline.loc[mine, "seconds"] = timeline.loc[mine, "seconds"] / factor
     return timeline

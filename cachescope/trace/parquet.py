@@ -19,8 +19,8 @@ from cachescope.trace.arrow_views import integers, strings, valid
 _COLUMNS = ("op", "key", "field", "ts_ns", "req", "conn", "batch", "value_size", "error", "server")
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
 UNKNOWN_SIZE = np.uint32(2**32 - 1)
-# pyarrow's iter_batches holds about a batch's worth of decoded rows per column and then some: at 1 M rows
-# a batch, reading a 5 MB trace peaked at 290 MiB; at parse.py's row group size, 150 MiB.
+# pyarrow's iter_batches holds about a batch's worth of decoded rows per column and then some: decoding alone
+# the bench's 5 MB trace peaked at 290 MiB at 1 M rows a batch, at 150 MiB at parse.py's row group size.
 BATCH_ROWS = 1 << 17
 
 
