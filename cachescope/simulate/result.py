@@ -339,7 +339,7 @@ def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts, spreads: dict) -
     """One row per run and window; a fleet's rows also have the lowest, median and highest hit rate among its
     pods in the window (`spreads`, by run index), NaN for other runs."""
     import pandas as pd
-    window_lookups = np.diff(ends, prepend=np.uint64(0)).astype(np.int64)
+    window_lookups = _window_lookups(ends)
     frames = []
     for index, (run, run_hits) in enumerate(zip(runs, hits)):
         run_hits = run_hits.astype(np.int64)
@@ -382,10 +382,15 @@ def _missing(v) -> bool:
     return v is None or (isinstance(v, (float, np.floating)) and v != v)
 
 
+def _window_lookups(ends) -> np.ndarray:
+    """Lookups in each timeline window, from the index of each window's last lookup."""
+    return np.diff(ends, prepend=np.uint64(0)).astype(np.int64)
+
+
 def _window_rates(ends, ts, hits, first_ts, factors: dict) -> list[tuple[np.ndarray, np.ndarray]]:
     """(time of each window's end, hit rate in it) of each run, as the timeline frame has them (a what-if's
     on its own clock, `_what_ifs_on_their_clock`), without building the frame."""
-    lookups = np.maximum(np.diff(ends, prepend=np.uint64(0)).astype(np.int64), 1)
+    lookups = np.maximum(_window_lookups(ends), 1)
     ts = np.asarray(ts, dtype=np.int64)
     windows = []
     for index, run_hits in enumerate(hits):
