@@ -192,11 +192,8 @@ impl Policy for ArcCache {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.q.find(key).is_some_and(|n| matches!(self.q.node(n).queue, T1 | T2))
-
     }
-
 
     fn len(&self) -> usize {
         self.q.len[T1 as usize] + self.q.len[T2 as usize]

@@ -144,11 +144,8 @@ impl Policy for Belady {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.resident.contains_key(&key)
-
     }
-
 
     fn len(&self) -> usize {
         self.resident.len()

@@ -78,11 +78,8 @@ impl Policy for Clock {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.ring.contains(key)
-
     }
-
 
     fn len(&self) -> usize {
         self.ring.len()

@@ -62,11 +62,8 @@ impl Policy for Fifo {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.ring.contains(key)
-
     }
-
 
     fn len(&self) -> usize {
         self.ring.len()

@@ -253,11 +253,8 @@ impl Policy for Lfu {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.index.contains_key(&key)
-
     }
-
 
     fn len(&self) -> usize {
         self.index.len()

@@ -157,11 +157,8 @@ impl Policy for Lru {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.index.contains_key(&key)
-
     }
-
 
     fn len(&self) -> usize {
         self.index.len()

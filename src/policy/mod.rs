@@ -1,8 +1,9 @@
 //! Cache policies behind one small interface, and the registry that names them.
 //!
 //! A policy sees a stream of `access(key, size)` calls and answers hit or miss; `remove` is how writes and
-//! deletes invalidate, and `contains` whether a write leaves a cached entry stale. Everything else (lists, sketches, ghost entries) is private to the policy's own file.
-//! Counting lookups and hits is the simulator's job, not the policy's.
+//! deletes invalidate, and `contains` whether a write leaves a cached entry stale. Everything else (lists,
+//! sketches, ghost entries) is private to the policy's own file. Counting lookups and hits is the simulator's
+//! job, not the policy's.
 
 #[macro_use]
 mod registry;

@@ -208,11 +208,8 @@ impl Policy for S3Fifo {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.q.find(key).is_some_and(|n| self.q.node(n).queue != GHOST)
-
     }
-
 
     fn len(&self) -> usize {
         self.q.len[SMALL as usize] + self.q.len[MAIN as usize]

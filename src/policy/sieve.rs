@@ -114,11 +114,8 @@ impl Policy for Sieve {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.ring.contains(key)
-
     }
-
 
     fn len(&self) -> usize {
         self.ring.len()

@@ -159,11 +159,8 @@ impl Policy for TwoQ {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.q.find(key).is_some_and(|n| self.q.node(n).queue != AOUT)
-
     }
-
 
     fn len(&self) -> usize {
         self.q.len[AIN as usize] + self.q.len[AM as usize]

@@ -421,11 +421,8 @@ impl Policy for WTinyLfu {
     }
 
     fn contains(&self, key: u64) -> bool {
-
         self.index.contains_key(&key)
-
     }
-
 
     fn len(&self) -> usize {
         self.index.len()

@@ -39,6 +39,7 @@ impl Membership {
         }
     }
 
+    /// `observe` for every event of `ev`, in order.
     pub fn observe_all(&mut self, ev: &Events) {
         for i in 0..ev.len() {
             self.observe(ev.keys[i], ev.entity(i), ev.field(i));
