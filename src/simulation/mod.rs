@@ -191,27 +191,21 @@ impl Simulation {
         // The membership is brought up to date with the batch beside the runs, on a thread of its own, when
         // no run can consult it during the batch; else before them.
         let mut observe_apart = false;
-        if !plain {
-            // The infinite cache's resident keys are the unique keys read unless it can lose an entry: only
-            // then are they counted apart (a set of every key: a fifth of the feed's time on a capture).
-            let bound_keeps_all = self.opts.writes == WriteMode::Ignore && self.opts.is_plain();
-            if !bound_keeps_all {
-                let unique = self.unique_reads.get_or_insert_with(KeySet::default);
-                for i in 0..ev.len() {
-                    if ev.op(i) == OP_READ {
-                        unique.insert(ev.keys[i]);
-                    }
-                }
-            }
-            if ev.ops.is_some() {
-                observe_apart = !self.members.consulted_by(ev);
-                if !observe_apart {
-                    self.members.observe_all(ev);
-                }
+        if !plain && ev.ops.is_some() {
+            observe_apart = !self.members.consulted_by(ev);
+            if !observe_apart {
+                self.members.observe_all(ev);
             }
         }
         self.note_window_times(ev);
         self.share_routings();
+        // The infinite cache's resident keys are the unique keys read unless it can lose an entry: only then
+        // are they counted apart (a set of every key: a fifth of the feed's time on a capture), beside the runs.
+        let bound_keeps_all = self.opts.writes == WriteMode::Ignore && self.opts.is_plain();
+        let unique_reads = match plain || bound_keeps_all {
+            true => None,
+            false => Some(self.unique_reads.get_or_insert_with(KeySet::default)),
+        };
         let unconsulted = Membership::default();
         let (members, observing) = if observe_apart {
             (&unconsulted, Some(&mut self.members))
@@ -232,11 +226,22 @@ impl Simulation {
             groups[d].push(fleet);
         }
         let feed_fleets = |d: &mut Dispatch, mut fleets: Vec<&mut Fleet>| fleet::feed(d, &mut fleets, ev, members, first_ts);
-        let tasks = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart);
+        let count_unique = |unique: &mut KeySet| {
+            for i in 0..ev.len() {
+                if ev.op(i) == OP_READ {
+                    unique.insert(ev.keys[i]);
+                }
+            }
+        };
+        let tasks = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart)
+            + usize::from(unique_reads.is_some());
         if tasks > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 if let Some(m) = observing {
                     s.spawn(move || m.observe_all(ev));
+                }
+                if let Some(unique) = unique_reads {
+                    s.spawn(move || count_unique(unique));
                 }
                 for run in self.runs.iter_mut() {
                     s.spawn(move || process(run));
@@ -251,6 +256,9 @@ impl Simulation {
         } else {
             if let Some(m) = observing {
                 m.observe_all(ev);
+            }
+            if let Some(unique) = unique_reads {
+                count_unique(unique);
             }
             self.runs.iter_mut().for_each(process);
             self.curves.iter_mut().for_each(trace_curve);
