@@ -161,16 +161,29 @@ const MONITOR_SHAPE: &str =
     "not a MONITOR line (expected `<unix time> [<db> <client>] \"CMD\" \"arg\" ...`)";
 
 /// `1700000000.123456` (any number of fraction digits up to 9) as ns since the epoch; None when it is not
-/// a time, or one past what nanoseconds in an i64 reach (2262-04-11).
+/// a time (`looks_like_epoch`), or one past what nanoseconds in an i64 reach (2262-04-11). One pass: it is
+/// read on every MONITOR line.
 pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
-    if !looks_like_epoch(s) {
+    let digits = |from: usize, max: usize| {
+        let (mut value, mut i) = (0i64, from);
+        while i < s.len() && s[i].is_ascii_digit() && i - from < max {
+            value = value * 10 + i64::from(s[i] - b'0');
+            i += 1;
+        }
+        (value, i)
+    };
+    let (secs, dot) = digits(0, 11);
+    let (frac, end) = match s.get(dot) {
+        _ if dot == 0 => return None,
+        None => (0, dot),
+        Some(b'.') => digits(dot + 1, 9),
+        Some(_) => return None,
+    };
+    if end != s.len() {
         return None;
     }
-    let (secs, frac) = s.split_at(s.iter().position(|&c| c == b'.').unwrap_or(s.len()));
-    let frac = frac.get(1..).unwrap_or_default();
-    let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
-    let frac_ns = digits(frac) * 10i64.pow(9 - frac.len() as u32);
-    digits(secs).checked_mul(1_000_000_000)?.checked_add(frac_ns)
+    let frac_ns = frac * 10i64.pow(9 - (end - dot).saturating_sub(1) as u32);
+    secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)
 }
 
 /// Whether `s` is written as a unix time (up to 11 digits of seconds, up to 9 of fraction), whatever its value.
@@ -233,6 +246,30 @@ mod tests {
         let got = read(TextFormat::Commands, &format!("HMGET k {}", fields.join(" "))).unwrap().unwrap();
         assert_eq!(got.1.len(), 101);
         assert!(read(TextFormat::Commands, &"X".repeat(100)).unwrap_err().contains("unknown command"));
+    }
+
+    /// The obvious reading, in several passes: what the one-pass `parse_epoch_ns` must agree with.
+    fn epoch_by_parts(s: &[u8]) -> Option<i64> {
+        if !looks_like_epoch(s) {
+            return None;
+        }
+        let (secs, frac) = s.split_at(s.iter().position(|&c| c == b'.').unwrap_or(s.len()));
+        let frac = frac.get(1..).unwrap_or_default();
+        let digits = |d: &[u8]| d.iter().fold(0i64, |acc, &c| acc * 10 + i64::from(c - b'0'));
+        digits(secs).checked_mul(1_000_000_000)?.checked_add(digits(frac) * 10i64.pow(9 - frac.len() as u32))
+    }
+
+    #[test]
+    fn epoch_parsing_agrees_with_the_reading_by_parts() {
+        let pieces = ["", "0", "1", "12", "1700000000", "99999999999", "999999999999", ".", "5", "000000001",
+                      "123456789", "1234567890", "x", " ", "-1", "9223372036", "854775807", "854775808"];
+        for a in pieces {
+            for b in pieces {
+                for s in [format!("{a}{b}"), format!("{a}.{b}"), format!("{a}..{b}"), format!("{a}.{b}x")] {
+                    assert_eq!(parse_epoch_ns(s.as_bytes()), epoch_by_parts(s.as_bytes()), "{s:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod chunked;
 pub mod commands;
 pub mod csv;
+pub mod memo;
 pub mod line;
 pub mod lines;
 pub mod objects;

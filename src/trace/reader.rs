@@ -7,6 +7,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use super::commands::{Op, Shape};
+use super::memo::{FieldIds, Memo};
 use super::line::{client_host, LineParser, TextCommand};
 use super::lines::{LineError, Lines, MAX_LINE_BYTES};
 use super::{Granularity, TextFormat};
@@ -91,18 +92,18 @@ impl Batch {
     /// event is a read, of a command of its own, without a field: what absent `ops`, `reqs`, `entities` and
     /// `fields` mean to the simulation).
     #[inline]
-    fn push_lean(&mut self, key: &[u8]) {
+    pub(crate) fn push_lean(&mut self, key: &[u8]) {
         self.keys.push(key_hash(key));
         self.key_bytes.push(key.len().min(u32::MAX as usize) as u32);
         self.push_shard(key);
     }
 
-    /// One event of the Redis key `key`, whose hash is `entity`.
+    /// One event of the Redis key `key`, whose hash is `entity`; a field comes with its `key_hash`.
     #[inline]
-    fn push(&mut self, op: u8, key: &[u8], entity: u64, field: Option<&[u8]>, granularity: Granularity, req: u64) {
+    fn push(&mut self, op: u8, key: &[u8], entity: u64, field: Option<(&[u8], u64)>, granularity: Granularity, req: u64) {
         let (cache_key, field_id, field_len) = match field {
-            Some(f) if granularity == Granularity::Field => (field_hash(entity, f), key_hash(f), f.len()),
-            Some(f) => (entity, key_hash(f), f.len()),
+            Some((f, id)) if granularity == Granularity::Field => (field_hash(entity, f), id, f.len()),
+            Some((f, id)) => (entity, id, f.len()),
             None => (entity, 0, 0),
         };
         self.keys.push(cache_key);
@@ -154,6 +155,13 @@ pub(crate) struct EventSink<'b> {
     pub host: Option<u32>,
     /// A `keys` trace: lean events (`Batch::push_lean`).
     pub lean: bool,
+    pub field_ids: FieldIds,
+}
+
+impl<'b> EventSink<'b> {
+    pub fn new(batch: &'b mut Batch, granularity: Granularity, lean: bool) -> EventSink<'b> {
+        EventSink { batch, granularity, host: None, lean, field_ids: FieldIds::default() }
+    }
 }
 
 impl CommandSink for EventSink<'_> {
@@ -173,7 +181,7 @@ impl CommandSink for EventSink<'_> {
             Op::Delete => OP_DELETE,
             Op::Other => return,
         };
-        push_events(c.info.shape, op, c.args, self.granularity, req, self.batch);
+        push_events(c.info.shape, op, c.args, self.granularity, req, self.batch, &mut self.field_ids);
         if let Some(ts) = c.ts {
             self.batch.ts_ns.resize(self.batch.len(), ts);
         }
@@ -203,6 +211,8 @@ pub struct Tally {
     pub other_by_name: BTreeMap<String, u64>,
     pub hosts: Vec<String>,
     host_ids: HashMap<Vec<u8>, u32>,
+    /// The host index of each client address (port included) seen lately.
+    by_address: Memo,
 }
 
 impl Tally {
@@ -217,7 +227,8 @@ impl Tally {
         sink: &mut S,
     ) -> Result<bool, String> {
         let stats = &mut self.stats;
-        let (other, hosts, host_ids) = (&mut self.other_by_name, &mut self.hosts, &mut self.host_ids);
+        let (other, hosts, host_ids, by_address) =
+            (&mut self.other_by_name, &mut self.hosts, &mut self.host_ids, &mut self.by_address);
         parser.parse(line, first, |c| {
             let req = stats.commands;
             stats.commands += 1;
@@ -232,7 +243,8 @@ impl Tally {
                 }
             }
             if let Some(addr) = c.client {
-                sink.set_host(host_id(hosts, host_ids, client_host(addr)));
+                let host = by_address.get(addr, |a| u64::from(host_id(hosts, host_ids, client_host(a))));
+                sink.set_host(host as u32);
             }
             sink.command(c, req);
         })
@@ -316,7 +328,7 @@ impl<R: Read> TextReader<R> {
         let room = min_events.saturating_add(min_events / 64 + 64).min(1 << 26);
         let mut batch = Batch::with_capacity(room, lean, clock, self.key_pattern.clone());
         let granularity = self.granularity;
-        let mut sink = EventSink { batch: &mut batch, granularity, host: None, lean };
+        let mut sink = EventSink::new(&mut batch, granularity, lean);
         if !self.read_into(&mut sink, min_events)? {
             return Ok(None);
         }
@@ -399,7 +411,7 @@ pub(crate) fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
 
 /// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
 /// The command's argument count is one `CommandInfo::accepts`. A key is hashed once for all its fields.
-fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch) {
+fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch, ids: &mut FieldIds) {
     let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), None, g, req);
     match shape {
         Shape::Key | Shape::KeyThenArgs => key(batch, args[0]),
@@ -413,7 +425,7 @@ fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, b
                 _ => &args[1..],
             };
             let step = if shape == Shape::KeyFieldValuePairs { 2 } else { 1 };
-            fields.iter().step_by(step).for_each(|f| batch.push(op, args[0], entity, Some(f), g, req));
+            fields.iter().step_by(step).for_each(|f| batch.push(op, args[0], entity, Some((f, ids.get(f))), g, req));
         }
         Shape::NoKeys => {}
     }
