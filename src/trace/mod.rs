@@ -10,6 +10,7 @@ pub mod objects;
 pub mod oracle_general;
 pub mod reader;
 pub mod sniff;
+pub mod swar;
 pub mod tokenize;
 
 pub use reader::{Batch, CommandSink, HostSink, TextReader, TraceStats};

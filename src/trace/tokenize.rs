@@ -2,6 +2,8 @@
 //! with the escapes Redis uses when it prints a value (`\"`, `\\`, `\n`, `\r`, `\t`, `\a`, `\b`, `\xHH`),
 //! as in MONITOR output and redis-cli input.
 
+use super::swar::word_end;
+
 /// Splits `line` into `out` (cleared first). Bare words, and quoted arguments without escapes (nearly all),
 /// stay zero-copy; quoted arguments with escapes are unescaped into `scratch`. `out` holds (start, end,
 /// in_scratch) spans.
@@ -28,9 +30,7 @@ pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Re
             }
         } else {
             let start = i;
-            while i < line.len() && !line[i].is_ascii_whitespace() {
-                i += 1;
-            }
+            i = word_end(line, i);
             out.push(Span { start, end: i, quoted: false });
         }
     }

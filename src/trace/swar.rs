@@ -1,0 +1,111 @@
+//! Bytes found eight at a time in a u64 (SWAR). A trace's lines and words are a few bytes long: a memchr call
+//! per line or a byte loop per word pays more in set-up and branches than a word-wide test does.
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each zero byte of `x`, exactly (no borrow runs from one byte into the next).
+#[inline]
+fn zero_bytes(x: u64) -> u64 {
+    !(((x & !HIGHS) + !HIGHS) | x) & HIGHS
+}
+
+/// The high bit of each byte of `x` at or below b' ' (where all ASCII whitespace is), exactly.
+#[inline]
+fn at_most_space(x: u64) -> u64 {
+    // b <= 0x20 exactly when b < 0x80 and (b & 0x7f) + 0x5f does not reach 0x80.
+    !(((x & !HIGHS) + ONES * 0x5f) | x) & HIGHS
+}
+
+/// The eight bytes at `at`, or those left padded with `pad`.
+#[inline]
+fn load(bytes: &[u8], at: usize, pad: u8) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+        None => {
+            let mut w = [pad; 8];
+            let rest = &bytes[at.min(bytes.len())..];
+            w[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(w)
+        }
+    }
+}
+
+/// Where the newlines of `bytes` are, in order.
+pub fn newlines(bytes: &[u8]) -> Newlines<'_> {
+    Newlines { bytes, at: 0, next: 0, mask: 0 }
+}
+
+pub struct Newlines<'a> {
+    bytes: &'a [u8],
+    /// Where the word `mask` marks begins, and where the next one does.
+    at: usize,
+    next: usize,
+    mask: u64,
+}
+
+impl Iterator for Newlines<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.mask == 0 {
+            if self.next >= self.bytes.len() {
+                return None;
+            }
+            self.at = self.next;
+            self.next += 8;
+            self.mask = zero_bytes(load(self.bytes, self.at, 0) ^ (ONES * u64::from(b'\n')));
+        }
+        let i = self.at + (self.mask.trailing_zeros() / 8) as usize;
+        self.mask &= self.mask - 1;
+        Some(i)
+    }
+}
+
+/// The end of the word starting at `from`: the first ASCII whitespace at or after it, or the end of `line`.
+#[inline]
+pub fn word_end(line: &[u8], mut from: usize) -> usize {
+    while from < line.len() {
+        let mask = at_most_space(load(line, from, b'x'));
+        if mask == 0 {
+            from += 8;
+            continue;
+        }
+        let i = from + (mask.trailing_zeros() / 8) as usize;
+        if line[i].is_ascii_whitespace() {
+            return i;
+        }
+        // A control byte that is no whitespace belongs to the word.
+        from = i + 1;
+    }
+    line.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_byte_value_in_every_position() {
+        for b in 0..=255u8 {
+            for n in 0..20 {
+                for at in 0..n {
+                    let mut bytes = vec![b'a'; n];
+                    bytes[at] = b;
+                    let expected: Vec<usize> = (0..n).filter(|&i| bytes[i] == b'\n').collect();
+                    assert_eq!(newlines(&bytes).collect::<Vec<_>>(), expected);
+                    for from in 0..=n {
+                        let end = (from..n).find(|&i| bytes[i].is_ascii_whitespace()).unwrap_or(n);
+                        assert_eq!(word_end(&bytes, from), end, "{b} at {at} of {n}, from {from}");
+                    }
+                }
+            }
+        }
+        assert_eq!(word_end(b"a\x01b\x02\x7f\xff \tc", 0), 6);
+        assert_eq!(word_end(b"a\x01b\x02cdefghijkl\x03\x0c", 0), 15);
+        let text = b"1\n\n22\n333\n4444\n55555\n666666\n7777777\n88888888\n\n";
+        let expected: Vec<usize> = (0..text.len()).filter(|&i| text[i] == b'\n').collect();
+        assert_eq!(newlines(text).collect::<Vec<_>>(), expected);
+    }
+}
