@@ -1122,8 +1122,33 @@ fn minisim_dict<'py>(py: Python<'py>, m: &crate::curve::MiniSim) -> PyResult<Bou
     Ok(d)
 }
 
+/// Keeps the memory a batch frees for the next batch rather than giving it back to the system at once.
+///
+/// Every batch's columns are allocated on a reader's thread and freed when Python drops them: 12 to 49 bytes
+/// an event, hundreds of MB over a trace. glibc returns what they free as soon as more than twice its mmap
+/// threshold (which it raises only up to the largest block freed so far, about 1 MB here) is free at the top
+/// of a heap, so every batch took its memory afresh from the kernel: a page fault every 4 KiB, a fifth to a
+/// third of reading a `commands` or MONITOR trace (`bench/bench_text_readers.py`). These are the thresholds
+/// glibc reaches by itself once a 32 MiB block has been freed: blocks up to 32 MiB come from the heap, and
+/// up to 64 MiB free at its top are kept. A user's own `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM_THRESHOLD_`
+/// is left alone.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let set_by_user = ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"].iter().any(|v| std::env::var_os(v).is_some());
+        if !set_by_user {
+            // SAFETY: mallopt only changes glibc's thresholds; it may be called at any time, from any thread.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+            }
+        }
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    keep_freed_memory();
     m.add_class::<TextReader>()?;
     m.add_class::<TextRows>()?;
     m.add_class::<Simulation>()?;
