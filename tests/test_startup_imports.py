@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO
 
-HEAVY = ("pandas", "pyarrow", "matplotlib", "tqdm")
+HEAVY = ("pandas", "pyarrow", "pyarrow.compute", "matplotlib", "tqdm")
 PCAP = REPO / "sample_traces" / "feature_store.pcap"
 PORT = json.loads((REPO / "sample_traces" / "feature_store.truth.json").read_text())["port"]
 
@@ -77,6 +77,20 @@ def test_summary_rows_are_the_frames_records(commands_trace):
         assert len(records) == 2 and records[0]["lookups"] > 1000
         frame = result.summary.to_dict("records")
         assert repr(records) == repr(frame)
+
+
+@pytest.fixture(scope="module")
+def parquet_trace(tmp_path_factory):
+    out = tmp_path_factory.mktemp("trace") / "t.parquet"
+    subprocess.run([sys.executable, "parse.py", str(PCAP), "-o", str(out), "--port", str(PORT), "--no-progress"],
+                   cwd=REPO, check=True, capture_output=True)
+    return out
+
+
+def test_simulate_on_a_parquet_trace_imports_no_pandas_nor_arrows_compute(parquet_trace):
+    """A Parquet trace parse.py wrote (dictionary-encoded strings, a clock) is read from Arrow's buffers:
+    no pandas (0.3 s), and no Arrow cast or filter, which would import pyarrow.compute (0.07 s)."""
+    assert imported("simulate.py", parquet_trace, "--lru", "1e2,1e3", "--json", "--no-progress") == ["pyarrow"]
 
 
 def test_simulate_json_on_a_trace_without_clock_imports_no_pandas(commands_trace):

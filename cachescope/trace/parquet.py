@@ -9,12 +9,11 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
-from cachescope.trace.arrow_views import integers, strings, valid
+from cachescope.trace.arrow_views import integers, strings, valid, values
 
 _COLUMNS = ("op", "key", "field", "ts_ns", "req", "conn", "batch", "value_size", "error", "server")
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
@@ -186,7 +185,7 @@ def _count_by(counts: dict, column: pa.Array, rows: np.ndarray) -> None:
 def _client_ids(column: pa.Array, src) -> np.ndarray:
     """The index of each row's client host in `src.hosts` (the `ip:port` less its port: one service host opens
     many connections), new hosts appended as they come."""
-    encoded = pc.dictionary_encode(column.dictionary_decode() if pa.types.is_dictionary(column.type) else column)
+    encoded = (column.dictionary_decode() if pa.types.is_dictionary(column.type) else column).dictionary_encode()
     ids = np.empty(len(encoded.dictionary), dtype=np.uint32)
     for i, addr in enumerate(encoded.dictionary.to_pylist()):
         ids[i] = src.host_id(client_host(addr or ""))
@@ -285,7 +284,7 @@ def _hashed(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def _value_sizes(column: pa.Array, path: str, row0: int) -> np.ndarray:
     """uint32 sizes with nulls as UNKNOWN_SIZE; a negative or impossibly large size is an error."""
-    sizes = np.where(valid(column), integers(column.cast(pa.int64())), -1)
+    sizes = np.where(valid(column), integers(column).astype(np.int64), -1)
     bad = np.flatnonzero((sizes < -1) | (sizes >= UNKNOWN_SIZE))
     if len(bad) or (column.null_count == 0 and (sizes == -1).any()):
         at = bad[0] if len(bad) else int(np.flatnonzero(sizes == -1)[0])
@@ -301,7 +300,8 @@ def _timestamps(rb: pa.RecordBatch, path: str):
         return None
     if ts.null_count:
         raise TraceFormatError(f"{path}: ts_ns is null in some rows but not others")
-    return integers(ts.cast(pa.int64()))
+    # Times as stored (a timestamp column's integers, whatever its unit), without an Arrow cast.
+    return values(ts, np.int64) if pa.types.is_timestamp(ts.type) else integers(ts).astype(np.int64)
 
 
 def _string_buffers(arr: pa.Array):
