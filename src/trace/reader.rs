@@ -98,21 +98,39 @@ impl Batch {
         self.push_shard(key);
     }
 
-    /// One event of the Redis key `key`, whose hash is `entity`; a field comes with its `key_hash`.
+    /// One event of the plain Redis key `key` (no field), whose hash is `entity`.
     #[inline]
-    fn push(&mut self, op: u8, key: &[u8], entity: u64, field: Option<(&[u8], u64)>, granularity: Granularity, req: u64) {
-        let (cache_key, field_id, field_len) = match field {
-            Some((f, id)) if granularity == Granularity::Field => (field_hash(entity, f), id, f.len()),
-            Some((f, id)) => (entity, id, f.len()),
-            None => (entity, 0, 0),
-        };
-        self.keys.push(cache_key);
+    fn push(&mut self, op: u8, key: &[u8], entity: u64, req: u64) {
+        self.keys.push(entity);
         self.ops.push(op);
         self.entities.push(entity);
-        self.fields.push(field_id);
-        self.key_bytes.push((key.len() + field_len).min(u32::MAX as usize) as u32);
+        self.fields.push(0);
+        self.key_bytes.push(key.len().min(u32::MAX as usize) as u32);
         self.reqs.push(req);
         self.push_shard(key);
+    }
+
+    /// The events of the fields of one command on the Redis key `key` (hash `entity`), column by column: the
+    /// per-field columns a field at a time, then the columns the fields share filled at once (the shard id
+    /// taken from the key once).
+    #[inline]
+    fn push_fields<'f>(&mut self, op: u8, key: &[u8], entity: u64, fields: impl Iterator<Item = &'f [u8]>,
+                       granularity: Granularity, req: u64, ids: &mut FieldIds) {
+        let start = self.keys.len();
+        for f in fields {
+            self.keys.push(if granularity == Granularity::Field { field_hash(entity, f) } else { entity });
+            self.fields.push(ids.get(f));
+            self.key_bytes.push((key.len() + f.len()).min(u32::MAX as usize) as u32);
+        }
+        let end = self.keys.len();
+        self.ops.resize(end, op);
+        self.entities.resize(end, entity);
+        self.reqs.resize(end, req);
+        if let Some(pattern) = &self.shard_of {
+            let (shard, matched) = pattern.shard(key);
+            self.shards.resize(end, shard);
+            self.unmatched_shards += (end - start) as u64 * u64::from(!matched);
+        }
     }
 
     /// Appends another batch's events (of the same trace, so with the same columns filled).
@@ -412,7 +430,7 @@ pub(crate) fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
 /// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
 /// The command's argument count is one `CommandInfo::accepts`. A key is hashed once for all its fields.
 fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch, ids: &mut FieldIds) {
-    let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), None, g, req);
+    let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), req);
     match shape {
         Shape::Key | Shape::KeyThenArgs => key(batch, args[0]),
         Shape::Keys => args.iter().for_each(|k| key(batch, k)),
@@ -425,7 +443,7 @@ fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, b
                 _ => &args[1..],
             };
             let step = if shape == Shape::KeyFieldValuePairs { 2 } else { 1 };
-            fields.iter().step_by(step).for_each(|f| batch.push(op, args[0], entity, Some((f, ids.get(f))), g, req));
+            batch.push_fields(op, args[0], entity, fields.iter().step_by(step).copied(), g, req, ids);
         }
         Shape::NoKeys => {}
     }
