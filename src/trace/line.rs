@@ -4,7 +4,7 @@
 //! lines with the same words.
 
 use super::commands::{self, CommandInfo};
-use super::tokenize::{split_args, Span};
+use super::tokenize::{split_args, Args, Span};
 use super::TextFormat;
 
 /// A command read from a line. The slices borrow the line and the parser's scratch space.
@@ -17,11 +17,9 @@ pub struct TextCommand<'a> {
     pub name: &'a [u8],
     pub info: CommandInfo,
     /// The arguments after the name, unescaped.
-    pub args: &'a [&'a [u8]],
+    pub args: Args<'a>,
 }
 
-/// Arguments kept on the stack: a line with more goes through a Vec.
-const INLINE_ARGS: usize = 32;
 /// Command names longer than this are no Redis command's.
 const MAX_NAME: usize = 24;
 
@@ -49,7 +47,9 @@ impl LineParser {
                 if key.is_empty() {
                     return Ok(false);
                 }
-                f(&TextCommand { ts: None, client: None, name: b"GET", info: self.get, args: &[key] });
+                let at = key.as_ptr() as usize - line.as_ptr() as usize;
+                let span = [Span::bare(at, at + key.len())];
+                f(&TextCommand { ts: None, client: None, name: b"GET", info: self.get, args: Args::new(line, &[], &span) });
                 Ok(true)
             }
             TextFormat::Commands => self.command(line, None, None, f),
@@ -94,18 +94,7 @@ impl LineParser {
         if !info.accepts(n) {
             return Err(arity_error(name, &info, n));
         }
-        let (spans, scratch) = (&self.spans[1..], &self.scratch);
-        let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
-        let spilled: Vec<&[u8]>;
-        let args: &[&[u8]] = if n <= INLINE_ARGS {
-            for (slot, s) in inline.iter_mut().zip(spans) {
-                *slot = s.get(body, scratch);
-            }
-            &inline[..n]
-        } else {
-            spilled = spans.iter().map(|s| s.get(body, scratch)).collect();
-            &spilled
-        };
+        let args = Args::new(body, &self.scratch, &self.spans[1..]);
         f(&TextCommand { ts, client, name, info, args });
         Ok(true)
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::commands::{Op, Shape};
 use super::memo::{FieldIds, Memo};
 use super::line::{client_host, LineParser, TextCommand};
+use super::tokenize::Args;
 use super::lines::{LineError, Lines, MAX_LINE_BYTES};
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
@@ -190,7 +191,7 @@ impl CommandSink for EventSink<'_> {
     #[inline]
     fn command(&mut self, c: &TextCommand, req: u64) {
         if self.lean {
-            self.batch.push_lean(c.args[0]);
+            self.batch.push_lean(c.args.get(0));
             return;
         }
         let op = match c.info.op {
@@ -429,21 +430,22 @@ pub(crate) fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
 
 /// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
 /// The command's argument count is one `CommandInfo::accepts`. A key is hashed once for all its fields.
-fn push_events(shape: Shape, op: u8, args: &[&[u8]], g: Granularity, req: u64, batch: &mut Batch, ids: &mut FieldIds) {
+fn push_events(shape: Shape, op: u8, args: Args, g: Granularity, req: u64, batch: &mut Batch, ids: &mut FieldIds) {
     let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), req);
     match shape {
-        Shape::Key | Shape::KeyThenArgs => key(batch, args[0]),
+        Shape::Key | Shape::KeyThenArgs => key(batch, args.get(0)),
         Shape::Keys => args.iter().for_each(|k| key(batch, k)),
         Shape::KeyValuePairs => args.iter().step_by(2).for_each(|k| key(batch, k)),
         Shape::KeyFields | Shape::KeyFieldValuePairs | Shape::KeyFieldArg => {
-            let entity = key_hash(args[0]);
-            let fields = match shape {
-                Shape::KeyFields => &args[1..],
-                Shape::KeyFieldArg => &args[1..2],
-                _ => &args[1..],
+            let entity = key_hash(args.get(0));
+            // The fields after the key: all of them, the one before an argument, or every other one.
+            let (step, count) = match shape {
+                Shape::KeyFields => (1, usize::MAX),
+                Shape::KeyFieldArg => (1, 1),
+                _ => (2, usize::MAX),
             };
-            let step = if shape == Shape::KeyFieldValuePairs { 2 } else { 1 };
-            batch.push_fields(op, args[0], entity, fields.iter().step_by(step).copied(), g, req, ids);
+            let fields = args.from(1).iter().step_by(step).take(count);
+            batch.push_fields(op, args.get(0), entity, fields, g, req, ids);
         }
         Shape::NoKeys => {}
     }

@@ -54,7 +54,50 @@ pub struct Span {
     quoted: bool,
 }
 
+/// Arguments split from a line, each read from the line or the scratch space as it is asked for: nothing is
+/// gathered per line, whatever the number of arguments (an HMGET of a model's features has hundreds).
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    line: &'a [u8],
+    scratch: &'a [u8],
+    spans: &'a [Span],
+}
+
+impl<'a> Args<'a> {
+    pub fn new(line: &'a [u8], scratch: &'a [u8], spans: &'a [Span]) -> Args<'a> {
+        Args { line, scratch, spans }
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.spans[i].get(self.line, self.scratch)
+    }
+
+    /// The arguments from `i` on.
+    pub fn from(&self, i: usize) -> Args<'a> {
+        Args { spans: &self.spans[i..], ..*self }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
+        let (line, scratch) = (self.line, self.scratch);
+        self.spans.iter().map(move |s| s.get(line, scratch))
+    }
+}
+
 impl Span {
+    /// The bytes `start..end` of the line, as they are.
+    pub fn bare(start: usize, end: usize) -> Span {
+        Span { start, end, quoted: false }
+    }
+
     #[inline]
     pub fn get<'a>(&self, line: &'a [u8], scratch: &'a [u8]) -> &'a [u8] {
         if self.quoted {
