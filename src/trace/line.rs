@@ -81,8 +81,8 @@ impl LineParser {
         let mut upper = [0u8; MAX_NAME];
         let name = match upper.get_mut(..raw_name.len()) {
             Some(out) => {
-                out.copy_from_slice(raw_name);
-                out.make_ascii_uppercase();
+                // Byte by byte: a copy of a few bytes is a call to memmove (4% of reading a MONITOR log).
+                out.iter_mut().zip(raw_name).for_each(|(o, c)| *o = c.to_ascii_uppercase());
                 &*out
             }
             None => return Err(format!("unknown command {:?}", printable(raw_name))),

@@ -82,6 +82,21 @@ pub fn word_end(line: &[u8], mut from: usize) -> usize {
     line.len()
 }
 
+/// The first `"` or `\\` at or after `from`, or None: the end of a quoted argument, or where it needs
+/// unescaping. Quoted arguments are a few bytes long: memchr2's set-up outweighs its search.
+#[inline]
+pub fn quote_or_escape(line: &[u8], mut from: usize) -> Option<usize> {
+    while from < line.len() {
+        let w = load(line, from, 0);
+        let mask = zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        if mask != 0 {
+            return Some(from + (mask.trailing_zeros() / 8) as usize);
+        }
+        from += 8;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +113,8 @@ mod tests {
                     for from in 0..=n {
                         let end = (from..n).find(|&i| bytes[i].is_ascii_whitespace()).unwrap_or(n);
                         assert_eq!(word_end(&bytes, from), end, "{b} at {at} of {n}, from {from}");
+                        let quote = (from..n).find(|&i| bytes[i] == b'"' || bytes[i] == b'\\');
+                        assert_eq!(quote_or_escape(&bytes, from), quote, "{b} at {at} of {n}, from {from}");
                     }
                 }
             }

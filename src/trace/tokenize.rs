@@ -2,7 +2,7 @@
 //! with the escapes Redis uses when it prints a value (`\"`, `\\`, `\n`, `\r`, `\t`, `\a`, `\b`, `\xHH`),
 //! as in MONITOR output and redis-cli input.
 
-use super::swar::word_end;
+use super::swar::{quote_or_escape, word_end};
 
 /// Splits `line` into `out` (cleared first). Bare words, and quoted arguments without escapes (nearly all),
 /// stay zero-copy; quoted arguments with escapes are unescaped into `scratch`. `out` holds (start, end,
@@ -17,10 +17,10 @@ pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Re
             i += 1;
         } else if c == b'"' {
             let body = i + 1;
-            match memchr::memchr2(b'"', b'\\', &line[body..]) {
-                Some(k) if line[body + k] == b'"' => {
-                    i = after_closing_quote(line, body + k + 1)?;
-                    out.push(Span { start: body, end: body + k, quoted: false });
+            match quote_or_escape(line, body) {
+                Some(end) if line[end] == b'"' => {
+                    i = after_closing_quote(line, end + 1)?;
+                    out.push(Span { start: body, end, quoted: false });
                 }
                 _ => {
                     let start = scratch.len();
