@@ -103,3 +103,12 @@ def test_restarts_in_a_long_gap_do_not_hang(tmp):
                           cwd=REPO, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["restarts"] == 1
+
+
+def test_a_parquet_error_names_the_files_row_after_dropped_rows(tmp):
+    """Rows that are no events (a command that is no lookup, write or delete, here `exists`) are dropped
+    before the columns are read: a bad value after them is still named by its row in the file."""
+    path = tmp / "t.parquet"
+    pq.write_table(pa.table({"op": ["exists", "exists", "read", "read"], "key": ["a", "b", "c", "d"],
+                             "value_size": [1, 1, 1, -5]}), path)
+    assert_one_line_error(run_cli("simulate.py", path, "--lru", "10"), str(path), "row 3:", "value_size -5")

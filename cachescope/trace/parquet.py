@@ -108,8 +108,10 @@ class RecordBatchEvents:
         keep = ops <= 2
         if "error" in rb.schema.names:
             keep &= ~self._drop_errors(rb, ops, reqs)
+        rows = row0
         if not keep.all():
             rb, ops, reqs = rb.filter(pa.array(keep)), ops[keep], reqs[keep]
+            rows = row0 + np.flatnonzero(keep)
         if rb.num_rows == 0:
             return None
         info.lookups += int(np.count_nonzero(ops == 0))
@@ -122,13 +124,13 @@ class RecordBatchEvents:
         if "batch" in rb.schema.names and "conn" in rb.schema.names:
             # Round trips: a batch is named by its connection and its ordinal there.
             info.round_trips_known = True
-            batch["conns"] = _integers(rb.column("conn"), "conn", src.path, row0)
-            batch["batches"] = _integers(rb.column("batch"), "batch", src.path, row0)
+            batch["conns"] = _integers(rb.column("conn"), "conn", src.path, rows)
+            batch["batches"] = _integers(rb.column("batch"), "batch", src.path, rows)
         ts = _timestamps(rb, src.path)
         if ts is not None:
             batch["ts_ns"] = ts
         if "value_size" in rb.schema.names:
-            batch["value_sizes"] = _value_sizes(rb.column("value_size"), src.path, row0)
+            batch["value_sizes"] = _value_sizes(rb.column("value_size"), src.path, rows)
         if src.want_clients and "client" in rb.schema.names:
             batch["clients"] = _client_ids(rb.column("client"), src)
         if src.key_pattern is not None:
@@ -219,15 +221,21 @@ class _CommandCounter:
         return reqs
 
 
-def _integers(column: pa.Array, name: str, path: str, row0: int) -> np.ndarray:
+def _row(rows, at: int) -> int:
+    """The file's row number of a batch's row `at`: `rows` is the batch's first row, or, once rows that are no
+    events were dropped from it, the file's row number of each row kept."""
+    return int(rows + at) if isinstance(rows, int) else int(rows[at])
+
+
+def _integers(column: pa.Array, name: str, path: str, rows) -> np.ndarray:
     """A column of non-negative integers as uint64; a null or negative value is an error."""
     if column.null_count:
         at = int(np.flatnonzero(~valid(column))[0])
-        raise TraceFormatError(f"{path}: row {row0 + at}: {name} is null")
+        raise TraceFormatError(f"{path}: row {_row(rows, at)}: {name} is null")
     values = integers(column)
     if values.dtype.kind == "i" and len(values) and values.min() < 0:
         at = int(np.flatnonzero(values < 0)[0])
-        raise TraceFormatError(f"{path}: row {row0 + at}: {name} {values[at]} is negative")
+        raise TraceFormatError(f"{path}: row {_row(rows, at)}: {name} {values[at]} is negative")
     return values.astype(np.uint64)
 
 
@@ -282,13 +290,13 @@ def _hashed(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return hashes[index], lengths[index]
 
 
-def _value_sizes(column: pa.Array, path: str, row0: int) -> np.ndarray:
+def _value_sizes(column: pa.Array, path: str, rows) -> np.ndarray:
     """uint32 sizes with nulls as UNKNOWN_SIZE; a negative or impossibly large size is an error."""
     sizes = np.where(valid(column), integers(column).astype(np.int64), -1)
     bad = np.flatnonzero((sizes < -1) | (sizes >= UNKNOWN_SIZE))
     if len(bad) or (column.null_count == 0 and (sizes == -1).any()):
         at = bad[0] if len(bad) else int(np.flatnonzero(sizes == -1)[0])
-        raise TraceFormatError(f"{path}: row {row0 + at}: value_size {sizes[at]} is not a size in bytes")
+        raise TraceFormatError(f"{path}: row {_row(rows, at)}: value_size {sizes[at]} is not a size in bytes")
     return np.where(sizes < 0, UNKNOWN_SIZE, sizes).astype(np.uint32)
 
 
