@@ -54,12 +54,17 @@ def test_simulate_without_plot_imports_no_matplotlib():
     assert "matplotlib" not in heavy and "tqdm" not in heavy
 
 
-@pytest.fixture(scope="module")
-def commands_trace(tmp_path_factory):
-    out = tmp_path_factory.mktemp("trace") / "t.txt"
+def parsed_sample(tmp_path_factory, name: str):
+    """The bundled capture parsed to `name` (its extension picks the format)."""
+    out = tmp_path_factory.mktemp("trace") / name
     subprocess.run([sys.executable, "parse.py", str(PCAP), "-o", str(out), "--port", str(PORT), "--no-progress"],
                    cwd=REPO, check=True, capture_output=True)
     return out
+
+
+@pytest.fixture(scope="module")
+def commands_trace(tmp_path_factory):
+    return parsed_sample(tmp_path_factory, "t.txt")
 
 
 def test_simulate_on_a_trace_without_clock_imports_no_pandas(commands_trace):
@@ -81,10 +86,7 @@ def test_summary_rows_are_the_frames_records(commands_trace):
 
 @pytest.fixture(scope="module")
 def parquet_trace(tmp_path_factory):
-    out = tmp_path_factory.mktemp("trace") / "t.parquet"
-    subprocess.run([sys.executable, "parse.py", str(PCAP), "-o", str(out), "--port", str(PORT), "--no-progress"],
-                   cwd=REPO, check=True, capture_output=True)
-    return out
+    return parsed_sample(tmp_path_factory, "t.parquet")
 
 
 def test_simulate_on_a_parquet_trace_imports_no_pandas_nor_arrows_compute(parquet_trace):
