@@ -14,8 +14,8 @@ use std::thread;
 
 use super::line::LineParser;
 use super::lines::{find_newline, MAX_LINE_BYTES};
-use super::swar::newlines;
 use super::reader::{Batch, EventSink, Tally, TraceStats, EMPTY};
+use super::swar::newlines;
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
 use crate::fleet::pattern::KeyPattern;

@@ -43,11 +43,11 @@ impl LineParser {
     pub fn parse(&mut self, line: &[u8], first: bool, f: impl FnOnce(&TextCommand)) -> Result<bool, String> {
         match self.format {
             TextFormat::Keys => {
-                let key = line.trim_ascii();
+                let at = line.len() - line.trim_ascii_start().len();
+                let key = line[at..].trim_ascii_end();
                 if key.is_empty() {
                     return Ok(false);
                 }
-                let at = key.as_ptr() as usize - line.as_ptr() as usize;
                 let span = [Span::bare(at, at + key.len())];
                 f(&TextCommand { ts: None, client: None, name: b"GET", info: self.get, args: Args::new(line, &[], &span) });
                 Ok(true)

@@ -7,10 +7,10 @@ use std::io::Read;
 use std::sync::Arc;
 
 use super::commands::{Op, Shape};
-use super::memo::{FieldIds, Memo};
 use super::line::{client_host, LineParser, TextCommand};
-use super::tokenize::Args;
 use super::lines::{LineError, Lines, MAX_LINE_BYTES};
+use super::memo::{FieldIds, Memo};
+use super::tokenize::Args;
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
 use crate::fleet::pattern::KeyPattern;
