@@ -112,3 +112,12 @@ def test_a_parquet_error_names_the_files_row_after_dropped_rows(tmp):
     pq.write_table(pa.table({"op": ["exists", "exists", "read", "read"], "key": ["a", "b", "c", "d"],
                              "value_size": [1, 1, 1, -5]}), path)
     assert_one_line_error(run_cli("simulate.py", path, "--lru", "10"), str(path), "row 3:", "value_size -5")
+
+
+@pytest.mark.parametrize("column,needle", [("ts_ns", "2262"), ("value_size", "value_size 9223372036854775813")])
+def test_parquet_unsigned_values_past_int64_are_refused_not_wrapped(tmp, column, needle):
+    """A uint64 past 2^63 read as a signed number would wrap to a negative time or size."""
+    path = tmp / "t.parquet"
+    values = pa.array([1, 2**63 + 5], pa.uint64())
+    pq.write_table(pa.table({"op": ["read", "read"], "key": ["a", "b"], column: values}), path)
+    assert_one_line_error(run_cli("simulate.py", path, "--lru", "10"), str(path), needle)

@@ -292,11 +292,14 @@ def _hashed(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def _value_sizes(column: pa.Array, path: str, rows) -> np.ndarray:
     """uint32 sizes with nulls as UNKNOWN_SIZE; a negative or impossibly large size is an error."""
-    sizes = np.where(valid(column), integers(column).astype(np.int64), -1)
+    raw = integers(column)
+    # Unsigned sizes are capped before they are made signed: one past 2^63 must stay too large, not wrap.
+    signed = np.minimum(raw, UNKNOWN_SIZE).astype(np.int64) if raw.dtype.kind == "u" else raw.astype(np.int64)
+    sizes = np.where(valid(column), signed, -1)
     bad = np.flatnonzero((sizes < -1) | (sizes >= UNKNOWN_SIZE))
     if len(bad) or (column.null_count == 0 and (sizes == -1).any()):
         at = bad[0] if len(bad) else int(np.flatnonzero(sizes == -1)[0])
-        raise TraceFormatError(f"{path}: row {_row(rows, at)}: value_size {sizes[at]} is not a size in bytes")
+        raise TraceFormatError(f"{path}: row {_row(rows, at)}: value_size {raw[at]} is not a size in bytes")
     return np.where(sizes < 0, UNKNOWN_SIZE, sizes).astype(np.uint32)
 
 
@@ -309,7 +312,12 @@ def _timestamps(rb: pa.RecordBatch, path: str):
     if ts.null_count:
         raise TraceFormatError(f"{path}: ts_ns is null in some rows but not others")
     # Times as stored (a timestamp column's integers, whatever its unit), without an Arrow cast.
-    return values(ts, np.int64) if pa.types.is_timestamp(ts.type) else integers(ts).astype(np.int64)
+    if pa.types.is_timestamp(ts.type):
+        return values(ts, np.int64)
+    raw = integers(ts)
+    if raw.dtype == np.uint64 and len(raw) and raw.max() > np.iinfo(np.int64).max:
+        raise TraceFormatError(f"{path}: ts_ns {raw.max()} is past 2262-04-11, beyond nanosecond timestamps")
+    return raw.astype(np.int64)
 
 
 def _string_buffers(arr: pa.Array):
