@@ -35,7 +35,12 @@ def parse_capture(path, ports=(6379,), granularity="field") -> pd.DataFrame:
                                      "found", "latency_ns", "n"])
     conns = {c: i for i, c in enumerate(dict.fromkeys(df["client"]))}
     df.insert(1, "conn", df["client"].map(conns).astype("uint32"))
-    order = df.drop_duplicates(["conn", "n"]).sort_values(["ts_ns", "conn", "n"])
+    # Commands are numbered across connections by time, but each connection's in the order it sent them: the
+    # capture may see a pipelined command's first segment a few microseconds before the previous command's
+    # (segments of one write reordered on their way to the capture), so a connection's times are taken as
+    # their running maximum for the ordering.
+    order = df.drop_duplicates(["conn", "n"]).sort_values(["conn", "n"])
+    order = order.assign(sent=order.groupby("conn")["ts_ns"].cummax()).sort_values(["sent", "conn", "n"])
     req = {(c, n): i for i, (c, n) in enumerate(zip(order["conn"], order["n"]))}
     df.insert(2, "req", [req[(c, n)] for c, n in zip(df["conn"], df["n"])])
     return df.drop(columns="n").sort_values(["req"], kind="stable").reset_index(drop=True)
