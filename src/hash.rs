@@ -58,7 +58,7 @@ pub fn java_string_hash(text: &[u8]) -> u32 {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let w = last_bytes(rest);
+        let w = low_word(rest);
         h = h.wrapping_mul(POW[rest.len()]).wrapping_add(java_hash_word(w << (8 * (8 - rest.len()))));
         high |= w;
     }
@@ -88,16 +88,18 @@ fn java_hash_word(w: u64) -> u32 {
     (quads as u32).wrapping_mul(POW[4]).wrapping_add((quads >> 32) as u32)
 }
 
-/// The 1 to 7 bytes of `rest` as the low end of a word, the rest zero, read without a loop or a call
-/// (overlapping loads whose shared bytes agree).
+/// Up to eight bytes as the low end of a little-endian word, the rest zero (the first eight of a longer
+/// slice), read without a loop or a call: overlapping loads whose shared bytes agree. Short keys, fields and
+/// the ends of lines are read so.
 #[inline]
-fn last_bytes(rest: &[u8]) -> u64 {
-    let n = rest.len();
-    if n >= 4 {
-        let half = |at: usize| u64::from(u32::from_le_bytes(rest[at..at + 4].try_into().expect("4 bytes")));
-        half(0) | half(n - 4) << (8 * (n - 4))
-    } else {
-        u64::from(rest[0]) | u64::from(rest[n / 2]) << (8 * (n / 2)) | u64::from(rest[n - 1]) << (8 * (n - 1))
+pub fn low_word(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let half = |at: usize| u64::from(u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")));
+    match n {
+        8.. => u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+        4..8 => half(0) | half(n - 4) << (8 * (n - 4)),
+        1..4 => u64::from(bytes[0]) | u64::from(bytes[n / 2]) << (8 * (n / 2)) | u64::from(bytes[n - 1]) << (8 * (n - 1)),
+        0 => 0,
     }
 }
 

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use super::line::LineParser;
-use super::lines::{find_newline, MAX_LINE_BYTES};
+use super::lines::MAX_LINE_BYTES;
 use super::reader::{Batch, EventSink, Tally, TraceStats, EMPTY};
-use super::swar::newlines;
+use super::swar::{find_newline, newlines};
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
 use crate::fleet::pattern::KeyPattern;

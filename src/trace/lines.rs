@@ -4,6 +4,8 @@
 
 use std::io::{self, Read};
 
+use super::swar::find_newline;
+
 /// Longest line accepted: far above any real command, low enough that a binary file without newlines cannot
 /// make the reader buffer it whole.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -118,24 +120,6 @@ impl<R: Read> Lines<R> {
     }
 }
 
-/// The first `\n` of `hay`. Lines of a `keys` trace are a few bytes: a word at a time finds their end faster
-/// than memchr can set out (measured: memchr was a sixth of reading such a trace).
-#[inline]
-pub fn find_newline(hay: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut at = 0;
-    while at + 8 <= hay.len() && at < 32 {
-        let word = u64::from_le_bytes(hay[at..at + 8].try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
-        let zero = word.wrapping_sub(ONES) & !word & HIGHS;
-        if zero != 0 {
-            return Some(at + (zero.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    memchr::memchr(b'\n', &hay[at..]).map(|i| at + i)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,22 +143,6 @@ mod tests {
         }
         assert_eq!(lines.bytes_read(), text.len() as u64);
         out
-    }
-
-    #[test]
-    fn newlines_found_anywhere() {
-        for len in 0..80 {
-            for nl in 0..len {
-                let mut hay = vec![b'x'; len];
-                hay[nl] = b'\n';
-                if nl + 1 < len {
-                    hay[len - 1] = b'\n';
-                }
-                hay.iter_mut().take(nl).for_each(|c| *c = 0x8a);
-                assert_eq!(find_newline(&hay), Some(nl), "{len} {nl}");
-            }
-            assert_eq!(find_newline(&vec![0x0b; len]), None);
-        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! with xxh3 and Java's `String.hashCode` took a tenth of reading a `commands` trace), and the index of each
 //! MONITOR client host (found in a table of byte strings under SipHash: a tenth of reading a MONITOR log).
 
-use crate::hash::key_hash;
+use crate::hash::{key_hash, low_word};
 
 /// Slots of the table: more than the features of any one model's request, few enough to stay in L1.
 const SLOTS: usize = 256;
@@ -23,13 +23,9 @@ impl Short {
     #[inline]
     fn of(s: &[u8]) -> Short {
         let n = s.len();
-        let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
-        let half = |at: usize| u64::from(u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes")));
         let words = match n {
-            8.. => [word(0), word(8.min(n - 8)), word(n - 8)],
-            4..8 => [half(0) | half(n - 4) << 32, 0, 0],
-            1..4 => [u64::from(s[0]) | u64::from(s[n / 2]) << 8 | u64::from(s[n - 1]) << 16, 0, 0],
-            0 => [0; 3],
+            8.. => [low_word(s), low_word(&s[8.min(n - 8)..]), low_word(&s[n - 8..])],
+            _ => [low_word(s), 0, 0],
         };
         Short { len: n as u64 + 1, words }
     }

@@ -1,6 +1,8 @@
 //! Bytes found eight at a time in a u64 (SWAR). A trace's lines and words are a few bytes long: a memchr call
 //! per line or a byte loop per word pays more in set-up and branches than a word-wide test does.
 
+use crate::hash::low_word;
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
@@ -20,15 +22,26 @@ fn at_most_space(x: u64) -> u64 {
 /// The eight bytes at `at`, or those left padded with `pad`.
 #[inline]
 fn load(bytes: &[u8], at: usize, pad: u8) -> u64 {
-    match bytes.get(at..at + 8) {
-        Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
-        None => {
-            let mut w = [pad; 8];
-            let rest = &bytes[at.min(bytes.len())..];
-            w[..rest.len()].copy_from_slice(rest);
-            u64::from_le_bytes(w)
-        }
+    let rest = &bytes[at.min(bytes.len())..];
+    match rest.len() {
+        8.. => low_word(rest),
+        n => low_word(rest) | (ONES * u64::from(pad)) << (8 * n),
     }
+}
+
+/// The first `\n` of `hay`: a word at a time over a short line's first 32 bytes (memchr's set-up costs more
+/// than such a line: it was a sixth of reading a `keys` trace), memchr beyond.
+#[inline]
+pub fn find_newline(hay: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at + 8 <= hay.len() && at < 32 {
+        let zero = zero_bytes(load(hay, at, 0) ^ (ONES * u64::from(b'\n')));
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    memchr::memchr(b'\n', &hay[at..]).map(|i| at + i)
 }
 
 /// Where the newlines of `bytes` are, in order.
@@ -100,6 +113,22 @@ pub fn quote_or_escape(line: &[u8], mut from: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newlines_found_anywhere() {
+        for len in 0..80 {
+            for nl in 0..len {
+                let mut hay = vec![b'x'; len];
+                hay[nl] = b'\n';
+                if nl + 1 < len {
+                    hay[len - 1] = b'\n';
+                }
+                hay.iter_mut().take(nl).for_each(|c| *c = 0x8a);
+                assert_eq!(find_newline(&hay), Some(nl), "{len} {nl}");
+            }
+            assert_eq!(find_newline(&vec![0x0b; len]), None);
+        }
+    }
 
     #[test]
     fn every_byte_value_in_every_position() {
