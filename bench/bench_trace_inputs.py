@@ -8,7 +8,7 @@ Then, alternating, each a fresh process with the file in the page cache, best of
 Both must report the same lookups and hits. The issue's target: the Parquet trace at least 2x faster.
 `--profile` adds where each command's time goes (cProfile's top functions, one run each).
 """
-import argparse, cProfile, io, json, pstats, subprocess, sys, time
+import argparse, cProfile, io, json, pstats, subprocess, sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
