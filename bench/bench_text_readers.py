@@ -6,8 +6,9 @@ same text file (`TraceReader(PLAIN_TXT_TRACE)` + `LRU.process_trace`), with equa
 Every contender is a fresh interpreter; best of `--repeat`, runs interleaved so that load from elsewhere falls
 on all of them. A reader's clock starts once numpy and cachescope are imported, with `OPENBLAS_NUM_THREADS=1`
 as the command line sets it; the whole command's figure counts everything. The inputs are made once from
-common.py's Zipf stream and cached under bench/data/: `keys` (one id a line, the stream itself), `commands` (`HMGET st_<id> f1 f2 f3 f4`, four lookups a line, with
-an `HSET` every 50 lines) and `monitor` (the same commands as `redis-cli MONITOR` prints them).
+common.py's Zipf stream and cached under bench/data/: `keys` (one id a line, the stream itself), `commands`
+(`HMGET st_<id> f1 f2 f3 f4`, four lookups a line, with an `HSET` every 50 lines) and `monitor` (the same
+commands as `redis-cli MONITOR` prints them).
 """
 import argparse, json, os, sys, time
 from pathlib import Path
