@@ -4,6 +4,7 @@
 //! lines with the same words.
 
 use super::commands::{self, CommandInfo};
+use super::swar::find_near;
 use super::tokenize::{split_args, Args, Span};
 use super::TextFormat;
 
@@ -117,7 +118,7 @@ fn arity_error(name: &[u8], info: &CommandInfo, n: usize) -> String {
 
 /// `0 10.1.2.3:51234` (MONITOR's `[<db> <client>]`, brackets removed) -> `10.1.2.3:51234`.
 fn client_address(bracket: &[u8]) -> &[u8] {
-    memchr::memchr(b' ', bracket).map_or(bracket, |sp| &bracket[sp + 1..])
+    find_near(bracket, b' ').map_or(bracket, |sp| &bracket[sp + 1..])
 }
 
 /// A client address without its port: a service host opens many connections, from many ports.
@@ -130,7 +131,7 @@ pub fn client_host(addr: &[u8]) -> &[u8] {
 
 /// A MONITOR line's time, where its client's name is, and where its arguments begin; `line` is trimmed.
 fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), String> {
-    let space = memchr::memchr(b' ', line).ok_or(MONITOR_SHAPE)?;
+    let space = find_near(line, b' ').ok_or(MONITOR_SHAPE)?;
     let stamp = &line[..space];
     let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
         // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
@@ -141,7 +142,7 @@ fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), Str
     if rest.first() != Some(&b'[') {
         return Err(MONITOR_SHAPE.into());
     }
-    let close = memchr::memchr(b']', rest).ok_or(MONITOR_SHAPE)?;
+    let close = find_near(rest, b']').ok_or(MONITOR_SHAPE)?;
     let at = line.len() - rest.len();
     Ok((ts, at + 1..at + close, at + close + 1))
 }
