@@ -9,6 +9,7 @@ pub mod line;
 pub mod lines;
 pub mod objects;
 pub mod oracle_general;
+pub mod quick_split;
 pub mod reader;
 pub mod sniff;
 pub mod swar;
