@@ -5,6 +5,7 @@
 
 use super::commands::{self, CommandInfo};
 use super::swar::find_near;
+use crate::hash::low_word;
 use super::tokenize::{split_args, Args, Span};
 use super::TextFormat;
 
@@ -154,6 +155,9 @@ const MONITOR_SHAPE: &str =
 /// a time (`looks_like_epoch`), or one past what nanoseconds in an i64 reach (2262-04-11). One pass: it is
 /// read on every MONITOR line.
 pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
+    if let Some(ns) = ten_digit_epoch_ns(s) {
+        return Some(ns);
+    }
     let digits = |from: usize, max: usize| {
         let (mut value, mut i) = (0i64, from);
         while i < s.len() && s[i].is_ascii_digit() && i - from < max {
@@ -174,6 +178,35 @@ pub fn parse_epoch_ns(s: &[u8]) -> Option<i64> {
     }
     let frac_ns = frac * 10i64.pow(9 - (end - dot).saturating_sub(1) as u32);
     secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+/// `parse_epoch_ns` of the time every MONITOR line has had since 2001 and will have until 2286: ten digits of
+/// seconds, a dot, one to eight of fraction (redis-server writes six). Eight digits at a time in a u64 (a
+/// tenth of the instructions of reading a MONITOR line went to its time, digit by digit); None for any other
+/// shape, left to the digit loop.
+#[inline]
+fn ten_digit_epoch_ns(s: &[u8]) -> Option<i64> {
+    let frac = s.get(11..).filter(|f| (1..=8).contains(&f.len()) && s[10] == b'.')?;
+    let (high, low) = (eight_digits(low_word(&s[..8]))?, eight_digits(low_word(&s[2..10]))?);
+    // The fraction's digits followed by zeros up to eight: the time's tens of nanoseconds.
+    let zeros = u64::from_le_bytes(*b"00000000") << (8 * frac.len());
+    let tens_of_ns = eight_digits(low_word(frac) | if frac.len() == 8 { 0 } else { zeros })?;
+    let secs = high * 100 + low % 100;
+    (secs as i64).checked_mul(1_000_000_000)?.checked_add(tens_of_ns as i64 * 10)
+}
+
+/// The number eight ASCII digits spell (the first in the lowest byte), or None if one is no digit.
+#[inline]
+fn eight_digits(word: u64) -> Option<u64> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let value = word.wrapping_sub(ONES * u64::from(b'0'));
+    // A byte below '0' borrows into its high bit, one above '9' carries into it once 0x46 is added.
+    if (value | word.wrapping_add(ONES * 0x46)) & (ONES * 0x80) != 0 {
+        return None;
+    }
+    let pairs = (value * 10 + (value >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let quads = (pairs * 100 + (pairs >> 16)) & 0x0000_ffff_0000_ffff;
+    Some((quads * 10_000 + (quads >> 32)) & 0xffff_ffff)
 }
 
 /// Whether `s` is written as a unix time (up to 11 digits of seconds, up to 9 of fraction), whatever its value.
@@ -252,7 +285,8 @@ mod tests {
     #[test]
     fn epoch_parsing_agrees_with_the_reading_by_parts() {
         let pieces = ["", "0", "1", "12", "1700000000", "99999999999", "999999999999", ".", "5", "000000001",
-                      "123456789", "1234567890", "x", " ", "-1", "9223372036", "854775807", "854775808"];
+                      "123456789", "1234567890", "x", " ", "-1", "9223372036", "854775807", "854775808",
+                      "17000000/0", "1700000:00", "00000001", "99999999", "12345678", "1234567:", "/", ":"];
         for a in pieces {
             for b in pieces {
                 for s in [format!("{a}{b}"), format!("{a}.{b}"), format!("{a}..{b}"), format!("{a}.{b}x")] {

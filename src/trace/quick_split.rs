@@ -27,7 +27,7 @@ pub fn split(line: &[u8], out: &mut Vec<Span>) -> bool {
             padded[..line.len()].copy_from_slice(line);
             split_masked(line.len(), classify64(&padded), out)
         }
-        ..=MAX_LEN => {
+        64..=MAX_LEN => {
             let mut padded = [b' '; 128];
             padded[..line.len()].copy_from_slice(line);
             let (low, high) = padded.split_at(64);
