@@ -8,20 +8,21 @@ use crate::hash::{key_hash, low_word};
 /// Slots of the table: more than the features of any one model's request, few enough to stay in L1.
 const SLOTS: usize = 256;
 /// Longer strings are computed every time (a feature id is a number or a short name; an IPv4 host fits).
-const MAX_LEN: usize = 24;
+pub(crate) const MAX_LEN: usize = 24;
 
 /// A string of up to `MAX_LEN` bytes as its length plus one (0: no string) and three words that, with the
 /// length, spell it whole (overlapping loads, as xxh3 reads short inputs): compared and hashed without a call
 /// or a loop.
 #[derive(Clone, Copy, Default)]
-struct Short {
+pub(crate) struct Short {
     len: u64,
     words: [u64; 3],
 }
 
 impl Short {
+    /// `s`, of at most `MAX_LEN` bytes.
     #[inline]
-    fn of(s: &[u8]) -> Short {
+    pub(crate) fn of(s: &[u8]) -> Short {
         let n = s.len();
         let words = match n {
             8.. => [low_word(s), low_word(&s[8.min(n - 8)..]), low_word(&s[n - 8..])],
@@ -33,7 +34,7 @@ impl Short {
     /// Word by word, without branches: a vector compare of a key just built on the stack waits on the
     /// stores that built it (a third of the time of reading a field, measured).
     #[inline]
-    fn same(&self, other: &Short) -> bool {
+    pub(crate) fn same(&self, other: &Short) -> bool {
         let [a, b, c] = self.words;
         let [x, y, z] = other.words;
         ((self.len ^ other.len) | (a ^ x) | (b ^ y) | (c ^ z)) == 0
