@@ -119,11 +119,6 @@ impl Batch {
     #[allow(clippy::too_many_arguments)]
     fn push_fields(&mut self, op: u8, key: &[u8], entity: u64, args: Args, (first, step, count): (usize, usize, usize),
                    granularity: Granularity, req: u64, ids: &mut FieldIds) {
-        for column in [&mut self.keys, &mut self.entities, &mut self.fields, &mut self.reqs] {
-            column.reserve(count);
-        }
-        self.ops.reserve(count);
-        self.key_bytes.reserve(count);
         for k in 0..count {
             let f = args.get(first + k * step);
             self.keys.push(if granularity == Granularity::Field { field_hash(entity, f) } else { entity });
