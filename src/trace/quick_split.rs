@@ -1,94 +1,124 @@
-//! A short line split into arguments all at once, from bit masks of its bytes (bit i: the byte at i): where
+//! A line split into arguments 64 bytes at a time, from bit masks of its bytes (bit i: the byte at i): where
 //! its whitespace and quotes are, which bytes lie inside quotes (a running parity of the quotes), and so where
-//! each argument starts and ends. It takes lines of up to 127 bytes without a backslash in which every quote
-//! opens or closes a whole argument: nearly every line of a `commands` trace and every MONITOR line's command.
-//! It gives up on any other line, which `tokenize::split_args` then reads byte by byte as before, to the same
-//! arguments or to its error (a test holds the two equal on lines made to trip them).
+//! each argument starts and ends, each a bit. It takes lines without a backslash in which every quote opens or
+//! closes a whole argument: nearly every line of a `commands` trace and every MONITOR line's command, however
+//! many fields. It gives up on any other line, which `tokenize::split_args` then reads byte by byte as before,
+//! to the same arguments or to its error (a test holds the two equal on lines made to trip them).
 //!
-//! Why: found argument by argument, a line's words cost ~90 instructions each, a third of reading a
-//! `commands` line; from the masks, about 10 (measured with callgrind).
-
-use std::ops::{BitAnd, BitOr, BitXor, Not, Shl, Shr, Sub};
+//! Why: found argument by argument (`swar::word_end`), a line's words cost ~90 instructions each, a third of
+//! reading a `commands` line; from the masks, a line of six costs about 300 in all, and a line of 200 fields 20
+//! fewer a field (measured with callgrind).
 
 use super::tokenize::Span;
 
-/// The longest line taken: one byte short of a u128's bits, so that the end of a word that runs to the end of
-/// the line is a bit of its own (and of a u64's for the lines read in one).
-pub const MAX_LEN: usize = 127;
-
-/// Splits `line` into `out` (empty when called) as `tokenize::split_args` does, and says so; false, `out`
-/// left empty, when the line is not one it takes. A line shorter than 64 bytes (a `commands` line) is read
-/// in a u64 of each mask, a longer one (a MONITOR line's command) in a u128.
+/// Splits `line` into `out` (empty when called) as `tokenize::split_args` does, and says so; false when the
+/// line is not one it takes (`out` then holds what it had split, for the caller to clear).
 #[inline]
 pub fn split(line: &[u8], out: &mut Vec<Span>) -> bool {
-    match line.len() {
-        ..64 => {
-            let mut padded = [b' '; 64];
-            padded[..line.len()].copy_from_slice(line);
-            split_masked(line.len(), classify64(&padded), out)
-        }
-        64..=MAX_LEN => {
-            let mut padded = [b' '; 128];
-            padded[..line.len()].copy_from_slice(line);
-            let (low, high) = padded.split_at(64);
-            let (low, high) = (classify64(low.try_into().expect("64 bytes")), classify64(high.try_into().expect("64 bytes")));
-            let join = |low: u64, high: u64| u128::from(low) | u128::from(high) << 64;
-            split_masked(line.len(), Masks { space: join(low.space, high.space), quote: join(low.quote, high.quote),
-                                             backslash: join(low.backslash, high.backslash) }, out)
-        }
-        _ => false,
+    // A line shorter than 64 bytes (a `commands` line) is its first 64 read from the state at a line's start,
+    // which the compiler folds into the reading: 3% fewer instructions reading a `commands` trace than the loop.
+    if line.len() < 64 {
+        return split64(line, 0, Before::START, out).is_some_and(|b| b.inside == 0);
     }
+    // Up to and including the 64 bytes that hold the end of the line (a space past its last byte), so that a
+    // word running to the end ends there.
+    let (mut before, mut base) = (Before::START, 0);
+    while base <= line.len() {
+        let Some(next) = split64(line, base, before, out) else { return false };
+        (before, base) = (next, base + 64);
+    }
+    before.inside == 0 // else a quote was left open
 }
 
-/// `split` of a line of `n` bytes from its masks, positions past its end spaces.
-#[inline]
-fn split_masked<B: Bits>(n: usize, Masks { space, quote, backslash }: Masks<B>, out: &mut Vec<Span>) -> bool {
-    // Bit i: an odd number of quotes at or before i, so an opening quote and what follows it up to its close.
-    let inside = prefix_parity(quote);
-    if backslash != B::ZERO || inside >> n as u32 & B::ONE != B::ZERO {
-        return false; // an escape to read, or a quote left open
-    }
+/// What the bytes before the 64 at hand were, as bits: the last one whitespace (so is the start of the line),
+/// a bare word's, inside quotes (all ones or none); an opening quote (its argument starts with the next 64),
+/// a closing quote (whitespace or the end must come next). And whether the last argument runs on: its end is
+/// the next end found.
+#[derive(Clone, Copy)]
+struct Before {
+    space: u64,
+    bare: u64,
+    inside: u64,
+    open: u64,
+    close: u64,
+    unended: bool,
+}
+
+impl Before {
+    const START: Before = Before { space: 1, bare: 0, inside: 0, open: 0, close: 0, unended: false };
+}
+
+/// The arguments that start or end among `line[base..base + 64]`, after `before`; what these bytes leave for
+/// the next 64, or None when the line is not one `split` takes.
+#[inline(always)]
+fn split64(line: &[u8], base: usize, before: Before, out: &mut Vec<Span>) -> Option<Before> {
+    let Masks { space, quote, backslash } = masks(line, base);
+    // Bit i: an odd number of quotes before i in the line, counting i: an opening quote and what follows it up
+    // to its close.
+    let inside = prefix_parity(quote) ^ before.inside;
     let (opens, closes) = (quote & inside, quote & !inside);
-    // An opening quote starts an argument (at the start or after whitespace); whitespace or the end of the
-    // line (a space past it, in the masks) follows a closing one.
-    if opens & !(space << 1 | B::ONE) != B::ZERO || closes & !(space >> 1) != B::ZERO {
-        return false;
+    let after_space = space << 1 | before.space;
+    let before_space = space >> 1 | 1 << 63; // bit 63's next byte is checked with the next 64
+    if backslash != 0 || opens & !after_space != 0 || closes & !before_space != 0 || before.close & !space & 1 != 0 {
+        return None; // an escape to read, or a quote inside an argument
     }
-    // The i-th start and the i-th end are the i-th argument's: a bare word from its first byte to the
-    // whitespace after it, a quoted one from after its opening quote to its closing quote.
     let bare = !space & !inside & !closes;
-    let mut starts = (bare & !(bare << 1)) | (opens << 1);
-    let mut ends = (!bare & (bare << 1)) | closes;
-    while starts != B::ZERO {
-        out.push(Span::bare(starts.trailing_zeros(), ends.trailing_zeros()));
-        starts = starts & (starts - B::ONE);
-        ends = ends & (ends - B::ONE);
+    let after_bare = bare << 1 | before.bare;
+    let mut starts = (bare & !after_bare) | opens << 1 | before.open;
+    let mut ends = (!bare & after_bare) | closes;
+    let mut unended = before.unended;
+    if unended && ends != 0 {
+        out.last_mut().expect("an argument runs on").ends_at(base + ends.trailing_zeros() as usize);
+        ends &= ends - 1;
+        unended = false;
     }
-    true
+    // The i-th start and the i-th end are an argument's, but for the last start, whose end may lie ahead.
+    while starts != 0 {
+        let start = base + starts.trailing_zeros() as usize;
+        starts &= starts - 1;
+        unended = ends == 0;
+        out.push(Span::bare(start, base + ends.trailing_zeros() as usize));
+        ends &= ends.wrapping_sub(1);
+    }
+    Some(Before { space: space >> 63, bare: bare >> 63, inside: 0u64.wrapping_sub(inside >> 63), open: opens >> 63,
+                  close: closes >> 63, unended })
 }
 
 /// Bit i: an odd number of bits of `x` at or before i.
 #[inline]
-fn prefix_parity<B: Bits>(mut x: B) -> B {
-    let mut shift = 1;
-    while shift < B::WIDTH {
-        x = x ^ (x << shift);
-        shift *= 2;
+fn prefix_parity(mut x: u64) -> u64 {
+    for shift in [1, 2, 4, 8, 16, 32] {
+        x ^= x << shift;
     }
     x
 }
 
-/// What a line's bytes are, a bit each.
-struct Masks<B> {
+/// What 64 bytes of a line are, a bit each.
+struct Masks {
     /// ASCII whitespace (`u8::is_ascii_whitespace`), and every position past the line's end.
-    space: B,
-    quote: B,
-    backslash: B,
+    space: u64,
+    quote: u64,
+    backslash: u64,
+}
+
+/// The masks of `line[at..at + 64]`: read where they lie, the last bytes of the line copied and padded with
+/// spaces.
+#[inline]
+fn masks(line: &[u8], at: usize) -> Masks {
+    match line.get(at..at + 64) {
+        Some(block) => classify64(block.try_into().expect("64 bytes")),
+        None => {
+            let mut padded = [b' '; 64];
+            let rest = &line[at.min(line.len())..];
+            padded[..rest.len()].copy_from_slice(rest);
+            classify64(&padded)
+        }
+    }
 }
 
 /// The masks of 64 bytes.
 #[inline]
-fn classify64(b: &[u8; 64]) -> Masks<u64> {
+fn classify64(b: &[u8; 64]) -> Masks {
     let mut m = Masks { space: 0, quote: 0, backslash: 0 };
     for k in 0..4 {
         let (space, quote, backslash) = classify16(b[16 * k..16 * k + 16].try_into().expect("16 bytes"));
@@ -98,31 +128,6 @@ fn classify64(b: &[u8; 64]) -> Masks<u64> {
     }
     m
 }
-
-/// The masks' integers: u64 and u128.
-trait Bits: Copy + Eq + Not<Output = Self> + BitAnd<Output = Self> + BitOr<Output = Self> + BitXor<Output = Self>
-    + Shl<u32, Output = Self> + Shr<u32, Output = Self> + Sub<Output = Self> {
-    const ZERO: Self;
-    const ONE: Self;
-    const WIDTH: u32;
-    fn trailing_zeros(self) -> usize;
-}
-
-macro_rules! bits {
-    ($t:ty) => {
-        impl Bits for $t {
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
-            const WIDTH: u32 = <$t>::BITS;
-            #[inline]
-            fn trailing_zeros(self) -> usize {
-                <$t>::trailing_zeros(self) as usize
-            }
-        }
-    };
-}
-bits!(u64);
-bits!(u128);
 
 #[cfg(target_arch = "x86_64")]
 use sse2::classify16;
@@ -183,14 +188,14 @@ mod tests {
         split(line, &mut out).then(|| out.iter().map(|s| s.get(line, &[])).collect())
     }
 
-    /// The lines of the traces it is for are taken whole, at every length up to the longest.
+    /// The lines of the traces it is for are taken whole, at every length across several 64 bytes.
     #[test]
     fn takes_plain_lines() {
         assert_eq!(args(b"HMGET st_1 11 22").unwrap(), [&b"HMGET"[..], b"st_1", b"11", b"22"]);
         assert_eq!(args(b" \t GET  k \r").unwrap(), [&b"GET"[..], b"k"]);
         assert_eq!(args(br#""HMGET" "st 1" "" "x""#).unwrap(), [&b"HMGET"[..], b"st 1", b"", b"x"]);
         assert_eq!(args(b"").unwrap(), Vec::<&[u8]>::new());
-        for n in 1..=MAX_LEN {
+        for n in 1..=300 {
             let word = vec![b'w'; n];
             assert_eq!(args(&word).unwrap(), [&word[..]], "{n}");
             if n >= 2 {
@@ -199,7 +204,6 @@ mod tests {
                 assert_eq!(args(&quoted).unwrap(), [&word[1..n - 1]], "{n}");
             }
         }
-        assert_eq!(args(&[b'w'; MAX_LEN + 1]), None);
     }
 
     /// What only the byte-by-byte reading can read or refuse is left to it.

@@ -15,6 +15,7 @@ pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Re
     if quick_split::split(line, out) {
         return Ok(());
     }
+    out.clear();
     let mut i = 0;
     while i < line.len() {
         let c = line[i];
@@ -101,6 +102,11 @@ impl Span {
     /// The bytes `start..end` of the line, as they are.
     pub fn bare(start: usize, end: usize) -> Span {
         Span { start, end, quoted: false }
+    }
+
+    /// The span ends at `end` (the line's bytes before it).
+    pub fn ends_at(&mut self, end: usize) {
+        self.end = end;
     }
 
     #[inline]
