@@ -73,11 +73,10 @@ impl LineParser {
                     return Ok(false);
                 }
                 let (ts, client, args_at) = monitor_head(line)?;
-                let body = &line[args_at..];
-                if body.trim_ascii().is_empty() {
-                    return Err("monitor line without a command".into());
+                match self.command(&line[args_at..], Some(ts), Some(client_address(&line[client])), f)? {
+                    true => Ok(true),
+                    false => Err("monitor line without a command".into()),
                 }
-                self.command(body, Some(ts), Some(client_address(&line[client])), f)
             }
         }
     }
@@ -147,13 +146,20 @@ pub fn client_host(addr: &[u8]) -> &[u8] {
 
 /// A MONITOR line's time, where its client's name is, and where its arguments begin; `line` is trimmed.
 fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), String> {
-    let space = find_near(line, b' ').ok_or(MONITOR_SHAPE)?;
-    let stamp = &line[..space];
-    let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
-        // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
-        true => format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp)),
-        false => MONITOR_SHAPE.to_string(),
-    })?;
+    // Where redis-server puts it (ten digits, a dot, six), the time is read without looking for its end.
+    let (space, ts) = match (line.get(..REDIS_TIME_LEN).and_then(ten_digit_epoch_ns), line.get(REDIS_TIME_LEN)) {
+        (Some(ts), Some(b' ')) => (REDIS_TIME_LEN, ts),
+        _ => {
+            let space = find_near(line, b' ').ok_or(MONITOR_SHAPE)?;
+            let stamp = &line[..space];
+            let ts = parse_epoch_ns(stamp).ok_or_else(|| match looks_like_epoch(stamp) {
+                // 11-digit seconds would wrap around in nanoseconds: an error, never a time in 1700.
+                true => format!("time {} is past 2262-04-11, beyond nanosecond timestamps", printable(stamp)),
+                false => MONITOR_SHAPE.to_string(),
+            })?;
+            (space, ts)
+        }
+    };
     let rest = &line[space + 1..];
     if rest.first() != Some(&b'[') {
         return Err(MONITOR_SHAPE.into());
@@ -162,6 +168,9 @@ fn monitor_head(line: &[u8]) -> Result<(i64, std::ops::Range<usize>, usize), Str
     let at = line.len() - rest.len();
     Ok((ts, at + 1..at + close, at + close + 1))
 }
+
+/// `1700000000.123456`: the time redis-server writes at the start of a MONITOR line.
+const REDIS_TIME_LEN: usize = 17;
 
 const MONITOR_SHAPE: &str =
     "not a MONITOR line (expected `<unix time> [<db> <client>] \"CMD\" \"arg\" ...`)";
@@ -326,6 +335,28 @@ mod tests {
                 for s in [format!("{a}{b}"), format!("{a}.{b}"), format!("{a}..{b}"), format!("{a}.{b}x")] {
                     assert_eq!(parse_epoch_ns(s.as_bytes()), epoch_by_parts(s.as_bytes()), "{s:?}");
                 }
+            }
+        }
+    }
+
+    /// The head of a MONITOR line read as the general reading does (the first space ends the time), whether
+    /// or not the time is where redis-server puts it.
+    #[test]
+    fn monitor_heads_agree_with_the_general_reading() {
+        let general = |line: &[u8]| -> Option<(i64, std::ops::Range<usize>, usize)> {
+            let space = line.iter().position(|&c| c == b' ')?;
+            let ts = parse_epoch_ns(&line[..space])?;
+            let rest = &line[space + 1..];
+            let close = rest.iter().position(|&c| c == b']').filter(|_| rest.first() == Some(&b'['))?;
+            let at = space + 1;
+            Some((ts, at + 1..at + close, at + close + 1))
+        };
+        let times = ["1700000000.123456", "1700000000.12345", "1700000000.1234567", "170000000.1234567",
+                     "1700000000 123456", "1700000000.12345x", "17000000001.23456", "1700000000.1", "x", ""];
+        for time in times {
+            for tail in [" [0 10.0.0.1:5000] \"GET\" \"k\"", "[0 a:1] GET k", "  [0 a:1] GET k", " [0 a:1", " x"] {
+                let line = format!("{time}{tail}");
+                assert_eq!(monitor_head(line.as_bytes()).ok(), general(line.as_bytes()), "{line}");
             }
         }
     }
