@@ -213,8 +213,11 @@ fn ten_digit_epoch_ns(s: &[u8]) -> Option<i64> {
     let frac = s.get(11..).filter(|f| (1..=8).contains(&f.len()) && s[10] == b'.')?;
     let (high, low) = (eight_digits(low_word(&s[..8]))?, eight_digits(low_word(&s[2..10]))?);
     // The fraction's digits followed by zeros up to eight: the time's tens of nanoseconds.
-    let zeros = u64::from_le_bytes(*b"00000000") << (8 * frac.len());
-    let tens_of_ns = eight_digits(low_word(frac) | if frac.len() == 8 { 0 } else { zeros })?;
+    let zeros = match frac.len() {
+        8 => 0,
+        n => u64::from_le_bytes(*b"00000000") << (8 * n),
+    };
+    let tens_of_ns = eight_digits(low_word(frac) | zeros)?;
     let secs = high * 100 + low % 100;
     (secs as i64).checked_mul(1_000_000_000)?.checked_add(tens_of_ns as i64 * 10)
 }
