@@ -6,9 +6,9 @@
 use super::commands::{self, CommandInfo};
 use super::memo::{self, Short};
 use super::swar::find_near;
-use crate::hash::low_word;
 use super::tokenize::{split_args, Args, Span};
 use super::TextFormat;
+use crate::hash::low_word;
 
 /// A command read from a line. The slices borrow the line and the parser's scratch space.
 pub struct TextCommand<'a> {
@@ -362,6 +362,23 @@ mod tests {
                 assert_eq!(monitor_head(line.as_bytes()).ok(), general(line.as_bytes()), "{line}");
             }
         }
+    }
+
+    /// Every byte value in every place of eight digits: a number only when all eight are digits, and theirs.
+    #[test]
+    fn eight_digits_at_a_time() {
+        for at in 0..8 {
+            for b in 0..=255u8 {
+                let mut digits = *b"12345678";
+                digits[at] = b;
+                let plain = digits.iter().all(u8::is_ascii_digit).then(|| {
+                    digits.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'))
+                });
+                assert_eq!(eight_digits(u64::from_le_bytes(digits)), plain, "{b} at {at}");
+            }
+        }
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"00000000")), Some(0));
+        assert_eq!(eight_digits(u64::from_le_bytes(*b"99999999")), Some(99_999_999));
     }
 
     #[test]

@@ -87,11 +87,6 @@ impl<'a> Args<'a> {
         self.spans[i].get(self.line, self.scratch)
     }
 
-    /// The arguments from `i` on.
-    pub fn from(&self, i: usize) -> Args<'a> {
-        Args { spans: &self.spans[i..], ..*self }
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
         let (line, scratch) = (self.line, self.scratch);
         self.spans.iter().map(move |s| s.get(line, scratch))
