@@ -1,6 +1,7 @@
 //! Text traces in, cache-key hashes out: the three text formats of DESIGN.md, read as a stream.
 
 pub mod newlines;
+pub mod bytes16;
 pub mod chunked;
 pub mod commands;
 pub mod csv;

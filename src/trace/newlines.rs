@@ -1,8 +1,9 @@
 //! Where the newlines of a chunk of text are, 64 bytes at a time: a bit mask per 64 bytes (bit i: a `\n` at
-//! i), its set bits handed out in order. The bytes are compared 16 at a time (SSE2, which every x86_64 has).
-//! A word at a time took 5% more of all the instructions that read a `commands` or MONITOR trace (measured
-//! with callgrind), and a memchr call per line paid its set-up on every line. Elsewhere a plain loop gives the
-//! same masks (`portable`, tested against SSE2 here).
+//! i), its set bits handed out in order, the bytes compared 16 at a time (`bytes16`). A word at a time took 5%
+//! more of all the instructions that read a `commands` or MONITOR trace (measured with callgrind), and a memchr
+//! call per line paid its set-up on every line.
+
+use super::bytes16::newlines16;
 
 /// Where the newlines of `bytes` are, in order.
 pub fn newlines(bytes: &[u8]) -> Newlines<'_> {
@@ -56,35 +57,6 @@ fn newline_mask(bytes: &[u8], at: usize) -> u64 {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-use sse2::newlines16;
-#[cfg(not(target_arch = "x86_64"))]
-use portable::newlines16;
-
-#[cfg(target_arch = "x86_64")]
-mod sse2 {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
-
-    /// Bit i: a `\n` at i.
-    #[inline]
-    pub fn newlines16(b: &[u8; 16]) -> u16 {
-        // SAFETY: SSE2 is part of x86_64 itself, so these instructions run on every machine this is built for;
-        // the load reads exactly the 16 bytes `b` refers to, unaligned.
-        unsafe {
-            let v = _mm_loadu_si128(b.as_ptr().cast());
-            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u16
-        }
-    }
-}
-
-/// The same mask a byte at a time: for other machines, and what SSE2's is tested against.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-mod portable {
-    pub fn newlines16(b: &[u8; 16]) -> u16 {
-        b.iter().enumerate().fold(0, |m, (i, &c)| m | (u16::from(c == b'\n') << i))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,19 +75,6 @@ mod tests {
                         assert_eq!(newlines(&text).collect::<Vec<_>>(), plain, "{b} at {at} of {n}, every {step}");
                     }
                 }
-            }
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn sse2_agrees_with_the_portable_mask() {
-        for b in 0..=255u8 {
-            for at in 0..16 {
-                let mut block = [b'x'; 16];
-                block[at] = b;
-                block[(at + 5) % 16] = b.wrapping_add(1);
-                assert_eq!(sse2::newlines16(&block), portable::newlines16(&block), "{b} at {at}");
             }
         }
     }

@@ -9,6 +9,7 @@
 //! reading a `commands` line; from the masks, a line of six costs about 300 in all, and a line of 200 fields 20
 //! fewer a field (measured with callgrind).
 
+use super::bytes16::classify16;
 use super::tokenize::Span;
 
 /// Splits `line` into `out` (empty when called) as `tokenize::split_args` does, and says so; false when the
@@ -129,56 +130,6 @@ fn classify64(b: &[u8; 64]) -> Masks {
     m
 }
 
-#[cfg(target_arch = "x86_64")]
-use sse2::classify16;
-#[cfg(not(target_arch = "x86_64"))]
-use portable::classify16;
-
-#[cfg(target_arch = "x86_64")]
-mod sse2 {
-    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
-
-    // SAFETY (each `unsafe` below): SSE2 is part of x86_64 itself, so its instructions run on every machine
-    // this code is built for; the load reads exactly the 16 bytes its argument refers to, unaligned.
-
-    /// 0xff where the byte is `c`.
-    #[inline]
-    fn eq(v: __m128i, c: u8) -> __m128i {
-        unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8)) }
-    }
-
-    #[inline]
-    fn or(a: __m128i, b: __m128i) -> __m128i {
-        unsafe { _mm_or_si128(a, b) }
-    }
-
-    /// Bit i: the high bit of byte i.
-    #[inline]
-    fn bits(v: __m128i) -> u16 {
-        unsafe { _mm_movemask_epi8(v) as u16 }
-    }
-
-    /// (whitespace, quotes, backslashes) of 16 bytes.
-    #[inline]
-    pub fn classify16(b: &[u8; 16]) -> (u16, u16, u16) {
-        let v = unsafe { _mm_loadu_si128(b.as_ptr().cast()) };
-        let space = or(or(or(eq(v, b'\t'), eq(v, b'\n')), or(eq(v, 0x0c), eq(v, b'\r'))), eq(v, b' '));
-        (bits(space), bits(eq(v, b'"')), bits(eq(v, b'\\')))
-    }
-}
-
-/// The same masks a byte at a time: for other machines, and what SSE2's are tested against.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-mod portable {
-    fn mask(b: &[u8; 16], hit: impl Fn(u8) -> bool) -> u16 {
-        b.iter().enumerate().fold(0, |m, (i, &c)| m | (u16::from(hit(c)) << i))
-    }
-
-    pub fn classify16(b: &[u8; 16]) -> (u16, u16, u16) {
-        (mask(b, |c| c.is_ascii_whitespace()), mask(b, |c| c == b'"'), mask(b, |c| c == b'\\'))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,19 +162,6 @@ mod tests {
     fn leaves_the_rest() {
         for line in [&br#"GET "a\"b""#[..], br#"GET "a"#, br#"GET "a"b"#, br#"GET a"b""#, br#"GET "a""b""#, br#"a"b"#] {
             assert_eq!(args(line), None, "{}", String::from_utf8_lossy(line));
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn sse2_agrees_with_the_portable_masks() {
-        for b in 0..=255u8 {
-            for at in 0..16 {
-                let mut block = [b'x'; 16];
-                block[at] = b;
-                block[(at + 5) % 16] = b.wrapping_add(1);
-                assert_eq!(sse2::classify16(&block), portable::classify16(&block), "{b} at {at}");
-            }
         }
     }
 }
