@@ -1,13 +1,13 @@
 //! Text traces in, cache-key hashes out: the three text formats of DESIGN.md, read as a stream.
 
-pub mod newlines;
 pub mod bytes16;
 pub mod chunked;
 pub mod commands;
 pub mod csv;
-pub mod memo;
 pub mod line;
 pub mod lines;
+pub mod memo;
+pub mod newlines;
 pub mod objects;
 pub mod oracle_general;
 pub mod quick_split;
