@@ -11,9 +11,9 @@ import sys
 # user chose otherwise (set before any command module imports numpy: they all import this package first).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # pyarrow's own allocator (mimalloc) maps fresh memory for the batches a Parquet trace is read into or written
-# from, where the C allocator reuses what the last batch freed (the core sets it to, `keep_freed_memory`): 45
-# MiB less at the peak of `simulate.py` on a Parquet trace, 19 MiB of `parse.py` to Parquet, in the same time.
-# Read by pyarrow when first imported; a user's own choice stands.
+# from, where the C allocator reuses what the last batch freed (the core's `keep_freed_memory` sees to that):
+# 45 MiB less at the peak of `simulate.py` on a Parquet trace, 19 MiB of `parse.py` to Parquet, in the same
+# time. Read by pyarrow when first imported; a user's own choice stands.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 from cachescope.cli.common import EXIT_USAGE, run

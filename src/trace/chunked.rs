@@ -14,8 +14,8 @@ use std::thread;
 
 use super::line::LineParser;
 use super::lines::MAX_LINE_BYTES;
-use super::reader::{Batch, EventSink, Tally, TraceStats, EMPTY};
 use super::newlines::newlines;
+use super::reader::{Batch, EventSink, Tally, TraceStats, EMPTY};
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
 use crate::fleet::pattern::KeyPattern;
@@ -337,7 +337,7 @@ fn parse_chunk(job: &Job, format: TextFormat, granularity: Granularity, pattern:
 }
 
 /// The lines of a `keys` chunk without NUL bytes, read as `LineParser` reads a keys line (the id trimmed, a
-/// blank line skipped) in one pass over the newlines, found a word at a time. A keys line is a lookup and
+/// blank line skipped) in one pass over the newlines (`line_ends`). A keys line is a lookup and
 /// nothing else, so the command machinery of the other formats (table, arity, op, counters by kind) is left
 /// out: it took half the time of reading one.
 fn read_keys(chunk: &[u8], batch: &mut Batch, out: &mut ChunkOut) {

@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 
-use super::swar::find_newline;
+use super::swar::find_near;
 
 /// Longest line accepted: far above any real command, low enough that a binary file without newlines cannot
 /// make the reader buffer it whole.
@@ -54,7 +54,7 @@ impl<R: Read> Lines<R> {
     /// The next line without its line ending (every `\n` and `\r` at its end); None at the end of the input.
     #[inline]
     pub fn next_line(&mut self) -> Result<Option<&[u8]>, LineError> {
-        let (from, to) = match find_newline(&self.buf[self.start..self.end]) {
+        let (from, to) = match find_near(&self.buf[self.start..self.end], b'\n') {
             Some(i) => (self.start, self.start + i),
             None => match self.refill()? {
                 Some(range) => range,

@@ -29,12 +29,6 @@ fn load(bytes: &[u8], at: usize, pad: u8) -> u64 {
     }
 }
 
-/// The first `\n` of `hay` (see `find_near`).
-#[inline]
-pub fn find_newline(hay: &[u8]) -> Option<usize> {
-    find_near(hay, b'\n')
-}
-
 /// The first `byte` of `hay`: a word at a time over its first 32 bytes, memchr beyond. What is looked for in
 /// a trace line is mostly near: a short line's end, the space after a MONITOR time, its client's `]`; memchr's
 /// set-up costs more than such a search (it was a sixth of reading a `keys` trace, a tenth of a MONITOR log).
@@ -99,9 +93,9 @@ mod tests {
                     hay[len - 1] = b'\n';
                 }
                 hay.iter_mut().take(nl).for_each(|c| *c = 0x8a);
-                assert_eq!(find_newline(&hay), Some(nl), "{len} {nl}");
+                assert_eq!(find_near(&hay, b'\n'), Some(nl), "{len} {nl}");
             }
-            assert_eq!(find_newline(&vec![0x0b; len]), None);
+            assert_eq!(find_near(&vec![0x0b; len], b'\n'), None);
         }
     }
 

@@ -6,9 +6,8 @@ use super::quick_split;
 use super::swar::{quote_or_escape, word_end};
 
 /// Splits `line` into `out` (cleared first): all at once when `quick_split` takes the line, else an argument
-/// at a time. Bare words, and quoted arguments without escapes (nearly all),
-/// stay zero-copy; quoted arguments with escapes are unescaped into `scratch`. `out` holds (start, end,
-/// in_scratch) spans.
+/// at a time. Bare words, and quoted arguments without escapes (nearly all), stay zero-copy; quoted arguments
+/// with escapes are unescaped into `scratch`. `out` holds (start, end, in_scratch) spans.
 pub fn split_args(line: &[u8], out: &mut Vec<Span>, scratch: &mut Vec<u8>) -> Result<(), String> {
     out.clear();
     scratch.clear();
