@@ -24,6 +24,16 @@ use crate::fleet::pattern::KeyPattern;
 /// text and tens of MiB of events, large enough that handing one over costs nothing next to reading it.
 const CHUNK_BYTES: usize = 1 << 20;
 
+/// A chunk's bytes for `format`. A MONITOR line takes twice a `commands` line's bytes for the same events
+/// (its time, client and quotes), so its chunks are twice as large: a chunk alone is then a batch of the size
+/// the simulation is fed best (`next_batch`), not two chunks copied together (4% of reading a MONITOR log).
+fn chunk_bytes(format: TextFormat) -> usize {
+    match format {
+        TextFormat::Monitor => 2 * CHUNK_BYTES,
+        _ => CHUNK_BYTES,
+    }
+}
+
 /// What one chunk gave.
 struct ChunkOut {
     batch: Batch,
@@ -119,11 +129,10 @@ impl ChunkedEvents {
         self.bytes
     }
 
-    /// The next events, as `TextReader::next_batch`, but a batch is one chunk's events (1 MiB of text) as
-    /// the chunk gave them, not copied, once that is at least a sixteenth of `min_events`; chunks with fewer
-    /// are put together up to that. (Two MONITOR chunks of 40,000 events each are put together: copying them is
-    /// a twentieth of reading them, but `simulate.py` on a MONITOR log took 15-25% longer fed half-size
-    /// batches, measured alternating builds.) None at the end.
+    /// The next events, as `TextReader::next_batch`, but a batch is one chunk's events (`chunk_bytes` of
+    /// text) as the chunk gave them, not copied, once that is at least a sixteenth of `min_events`; chunks with
+    /// fewer are put together up to that. (Not fewer: `simulate.py` on a MONITOR log took 15-25% longer fed
+    /// batches half that size, measured alternating builds.) None at the end.
     pub fn next_batch(&mut self, min_events: usize) -> Result<Option<Batch>, TraceError> {
         let mut out: Option<Batch> = None;
         let enough = (min_events / 16).max(1);
@@ -202,7 +211,8 @@ impl ChunkedEvents {
         let (result_tx, results) = channel();
         // Chunks' buffers go back to the reading thread once parsed: fresh ones cost a page fault every 4 KiB.
         let (spare_tx, spare) = channel::<Vec<u8>>();
-        thread::spawn(move || cut(src, allowed, job_tx, spare));
+        let chunk = chunk_bytes(self.format);
+        thread::spawn(move || cut(src, chunk, allowed, job_tx, spare));
         for _ in 0..self.workers {
             let (jobs, result_tx, spare_tx) = (jobs.clone(), result_tx.clone(), spare_tx.clone());
             let (format, granularity, pattern) = (self.format, self.granularity, self.key_pattern.clone());
@@ -224,9 +234,10 @@ impl ChunkedEvents {
     }
 }
 
-/// The reading thread: the input cut after the last newline of every `CHUNK_BYTES` or so, one chunk per
+/// The reading thread: the input cut after the last newline of every `chunk` bytes or so, one chunk per
 /// token, into a parsed chunk's buffer when one has come back; the rest of a line carried into the next chunk.
-fn cut(mut src: Box<dyn Read + Send>, allowed: Receiver<()>, jobs: SyncSender<Job>, spare: Receiver<Vec<u8>>) {
+fn cut(mut src: Box<dyn Read + Send>, chunk: usize, allowed: Receiver<()>, jobs: SyncSender<Job>,
+       spare: Receiver<Vec<u8>>) {
     let mut carry: Vec<u8> = Vec::new();
     for index in 0.. {
         if allowed.recv().is_err() {
@@ -236,7 +247,7 @@ fn cut(mut src: Box<dyn Read + Send>, allowed: Receiver<()>, jobs: SyncSender<Jo
         buf.clear();
         buf.extend_from_slice(&carry);
         carry.clear();
-        let mut want = CHUNK_BYTES;
+        let mut want = chunk;
         let (mut eof, mut failed, mut too_long) = (false, None, false);
         loop {
             while buf.len() < want && !eof && failed.is_none() {
@@ -259,7 +270,7 @@ fn cut(mut src: Box<dyn Read + Send>, allowed: Receiver<()>, jobs: SyncSender<Jo
                     break;
                 }
                 // A line longer than a chunk: read on until it ends (or is too long to be one).
-                None => want = buf.len() + CHUNK_BYTES,
+                None => want = buf.len() + chunk,
             }
         }
         let last = eof || failed.is_some() || too_long;

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use super::commands::{Op, Shape};
@@ -56,6 +57,13 @@ pub struct Batch {
     pub shards: Vec<u64>,
     pub unmatched_shards: u64,
     shard_of: Option<Arc<KeyPattern>>,
+}
+
+/// The `count` slots past `column`'s end, reserved, for the caller to write and then take in with `set_len`.
+#[inline(always)]
+fn room<T>(column: &mut Vec<T>, count: usize) -> &mut [MaybeUninit<T>] {
+    column.reserve(count);
+    &mut column.spare_capacity_mut()[..count]
 }
 
 pub const OP_READ: u8 = 0;
@@ -119,14 +127,36 @@ impl Batch {
     #[allow(clippy::too_many_arguments)]
     fn push_fields(&mut self, op: u8, key: &[u8], entity: u64, args: Args, (step, count): (usize, usize),
                    granularity: Granularity, req: u64, ids: &mut FieldIds) {
+        // Each column's room is reserved once, and its slots written in place: a push a column a field checked
+        // the capacity 24 times a line of four fields (7% of reading a `commands` line, callgrind).
+        debug_assert!([self.fields.len(), self.key_bytes.len(), self.ops.len(), self.entities.len(), self.reqs.len()]
+            .iter().all(|&n| n == self.keys.len()));
+        let keys = room(&mut self.keys, count);
+        let fields = room(&mut self.fields, count);
+        let key_bytes = room(&mut self.key_bytes, count);
+        let ops = room(&mut self.ops, count);
+        let entities = room(&mut self.entities, count);
+        let reqs = room(&mut self.reqs, count);
+        let ids = &ids.of_fields(args, step, count)[..count];
         for k in 0..count {
             let f = args.get(1 + k * step);
-            self.keys.push(if granularity == Granularity::Field { field_hash(entity, f) } else { entity });
-            self.fields.push(ids.get(f));
-            self.key_bytes.push((key.len() + f.len()).min(u32::MAX as usize) as u32);
-            self.ops.push(op);
-            self.entities.push(entity);
-            self.reqs.push(req);
+            keys[k].write(if granularity == Granularity::Field { field_hash(entity, f) } else { entity });
+            fields[k].write(ids[k]);
+            key_bytes[k].write((key.len() + f.len()).min(u32::MAX as usize) as u32);
+            ops[k].write(op);
+            entities[k].write(entity);
+            reqs[k].write(req);
+        }
+        // SAFETY: the loop above wrote the `count` slots past each column's end, which `room` reserved; the
+        // columns are equally long (every event fills each of them).
+        unsafe {
+            let n = self.keys.len() + count;
+            self.keys.set_len(n);
+            self.fields.set_len(n);
+            self.key_bytes.set_len(n);
+            self.ops.set_len(n);
+            self.entities.set_len(n);
+            self.reqs.set_len(n);
         }
         if let Some(pattern) = &self.shard_of {
             let (shard, matched) = pattern.shard(key);

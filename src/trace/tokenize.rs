@@ -86,6 +86,18 @@ impl<'a> Args<'a> {
         self.spans[i].get(self.line, self.scratch)
     }
 
+    /// The line's bytes from just before argument `first` to just after argument `last` (the quote or the
+    /// space on each side, when there is one), when every argument is as the line wrote it (none unescaped
+    /// into the scratch space): the same bytes there split into the same arguments.
+    #[inline]
+    pub fn raw(&self, first: usize, last: usize) -> Option<&'a [u8]> {
+        if !self.scratch.is_empty() {
+            return None;
+        }
+        let (start, end) = (self.spans[first].start, self.spans[last].end);
+        Some(&self.line[start.saturating_sub(1)..(end + 1).min(self.line.len())])
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
         let (line, scratch) = (self.line, self.scratch);
         self.spans.iter().map(move |s| s.get(line, scratch))
