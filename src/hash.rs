@@ -46,6 +46,13 @@ pub fn java_hash_code(key: u64) -> u32 {
 /// them): the sum of `c * 31^(n-1-i)` over the UTF-16 code units, in wrapping 32-bit arithmetic.
 #[inline]
 pub fn java_string_hash(text: &[u8]) -> u32 {
+    // Up to eight bytes (an id, a short name: a `keys` trace's every line), one word without the loop.
+    if let n @ 1..=8 = text.len() {
+        let w = low_word(text);
+        if w & 0x8080_8080_8080_8080 == 0 {
+            return java_hash_word(w << (8 * (8 - n)));
+        }
+    }
     // ASCII (nearly every key): eight characters a step, h = h * 31^8 + the word's own sum, which
     // `java_hash_word` takes in three multiplies rather than eight that wait on each other; the ASCII test
     // folded in. The last bytes are the low end of a word whose first bytes are zero.
@@ -184,9 +191,20 @@ mod tests {
         // Every ASCII byte, 0x7f and control bytes included: the largest lanes of the word-wide sum.
         let mut text: Vec<u8> = (0..64u64).map(|i| (mix64(i) % 128) as u8).collect();
         text.extend([0x7f; 24]);
+        let plain = |t: &[u8]| t.iter().fold(0u32, |h, &b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
         for len in 0..=text.len() {
-            let plain = text[..len].iter().fold(0u32, |h, &b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-            assert_eq!(java_string_hash(&text[..len]), plain, "length {len}");
+            assert_eq!(java_string_hash(&text[..len]), plain(&text[..len]), "length {len}");
+        }
+        // Short texts (one word) from every place in it.
+        for start in 0..text.len() {
+            for end in start..text.len().min(start + 10) {
+                assert_eq!(java_string_hash(&text[start..end]), plain(&text[start..end]), "{start}..{end}");
+            }
+        }
+        // Short and long texts that are not ASCII, as Java hashes their UTF-16 code units.
+        let java = |t: &str| t.encode_utf16().fold(0u32, |h, c| h.wrapping_mul(31).wrapping_add(u32::from(c)));
+        for t in ["é", "aé", "日本", "ab日", "1234567é", "12345678é", "日本語のキー", "😀"] {
+            assert_eq!(java_string_hash(t.as_bytes()), java(t), "{t}");
         }
     }
 
