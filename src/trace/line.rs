@@ -6,7 +6,8 @@
 use super::commands::{self, CommandInfo};
 use super::memo::{self, Short};
 use super::swar::find_near;
-use super::tokenize::{split_args, Args, Span};
+use super::same_tail::{Rest, Splitter};
+use super::tokenize::{Args, Span};
 use super::TextFormat;
 use crate::hash::low_word;
 
@@ -21,6 +22,8 @@ pub struct TextCommand<'a> {
     pub info: CommandInfo,
     /// The arguments after the name, unescaped.
     pub args: Args<'a>,
+    /// What its arguments after the key are to the last line's (`same_tail`).
+    pub rest: Rest,
 }
 
 /// Command names longer than this are no Redis command's (and no longer than `Short` holds).
@@ -28,8 +31,7 @@ const MAX_NAME: usize = memo::MAX_LEN;
 
 pub struct LineParser {
     format: TextFormat,
-    spans: Vec<Span>,
-    scratch: Vec<u8>,
+    split: Splitter,
     get: CommandInfo,
     /// The last command name read: a trace names the same few commands line after line, and upper-casing
     /// one and finding it in the command table took 5% of reading a line.
@@ -47,7 +49,7 @@ struct KnownName {
 impl LineParser {
     pub fn new(format: TextFormat) -> LineParser {
         let get = commands::lookup(b"GET").expect("GET is in the command table");
-        LineParser { format, spans: Vec::new(), scratch: Vec::new(), get, last_name: None }
+        LineParser { format, split: Splitter::default(), get, last_name: None }
     }
 
     /// Reads `line` (without its line ending, and without NUL bytes: `Lines` refuses those) and hands its
@@ -63,7 +65,8 @@ impl LineParser {
                     return Ok(false);
                 }
                 let span = [Span::bare(at, at + key.len())];
-                f(&TextCommand { ts: None, client: None, name: b"GET", info: self.get, args: Args::new(line, &[], &span) });
+                let args = Args::new(line, &[], &span);
+                f(&TextCommand { ts: None, client: None, name: b"GET", info: self.get, args, rest: Rest::Other });
                 Ok(true)
             }
             TextFormat::Commands => self.command(line, None, None, f),
@@ -88,9 +91,10 @@ impl LineParser {
         client: Option<&[u8]>,
         f: impl FnOnce(&TextCommand),
     ) -> Result<bool, String> {
-        split_args(body, &mut self.spans, &mut self.scratch)?;
-        let Some(first) = self.spans.first() else { return Ok(false) };
-        let raw_name = first.get(body, &self.scratch);
+        let rest = self.split.split(body)?;
+        let (spans, scratch) = (self.split.spans(), self.split.scratch());
+        let Some(first) = spans.first() else { return Ok(false) };
+        let raw_name = first.get(body, scratch);
         if raw_name.len() > MAX_NAME {
             return Err(format!("unknown command {:?}", printable(raw_name)));
         }
@@ -106,12 +110,12 @@ impl LineParser {
         }
         let known = self.last_name.as_ref().expect("set above");
         let (name, info) = (&known.upper[..known.len], known.info);
-        let n = self.spans.len() - 1;
+        let n = spans.len() - 1;
         if !info.accepts(n) {
             return Err(arity_error(name, &info, n));
         }
-        let args = Args::new(body, &self.scratch, &self.spans[1..]);
-        f(&TextCommand { ts, client, name, info, args });
+        let args = Args::new(body, scratch, &spans[1..]);
+        f(&TextCommand { ts, client, name, info, args, rest });
         Ok(true)
     }
 }

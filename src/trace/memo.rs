@@ -3,7 +3,9 @@
 //! with xxh3 and Java's `String.hashCode` took a tenth of reading a `commands` trace), and the index of each
 //! MONITOR client host (found in a table of byte strings under SipHash: a tenth of reading a MONITOR log).
 
+use super::same_tail::Rest;
 use super::tokenize::Args;
+use std::mem::MaybeUninit;
 use crate::hash::{key_hash, low_word};
 
 /// Slots of the table: more than the features of any one model's request, few enough to stay in L1.
@@ -92,39 +94,36 @@ impl Memo {
     }
 }
 
-/// The `key_hash` of each field, and of the fields of the last command.
+/// The `key_hash` of each field, and the last command's.
 #[derive(Default)]
 pub struct FieldIds {
     memo: Memo,
-    /// The last command's fields as its line wrote them (`Args::raw`), and their ids. A feature store's
-    /// service asks the same features command after command, for one entity after another: the same list then
-    /// costs a compare of its bytes, not a remembered id per field (each a sixth of reading a `commands` line's
-    /// field, callgrind).
-    last_list: Vec<u8>,
-    last_ids: Vec<u64>,
-    last_known: bool,
+    /// The ids of the last command's fields, when its arguments after its key were kept for the next line
+    /// (`Rest::Kept`). A feature store's service asks the same features of one entity after another: a command
+    /// whose arguments after its key are the last one's (`Rest::Same`) takes them whole, not a remembered id
+    /// per field (each a sixth of reading a `commands` line's field).
+    last: Vec<u64>,
+    known: bool,
 }
 
 impl FieldIds {
-    /// The ids of the `count` fields of `args` that start at argument 1 and follow each other, every `step`-th:
-    /// the last command's when the line wrote the same fields the same way.
+    /// Writes into `out` the ids of the fields of `args` from argument 1, every `step`-th, one per slot;
+    /// the last command's when `rest` says its arguments after the key are the same.
     #[inline]
-    pub fn of_fields(&mut self, args: Args, step: usize, count: usize) -> &[u64] {
-        let list = if step == 1 && count > 0 { args.raw(1, count) } else { None };
-        if let Some(list) = list {
-            if self.last_known && self.last_ids.len() == count && self.last_list == list {
-                return &self.last_ids;
+    pub fn write(&mut self, args: Args, step: usize, rest: Rest, out: &mut [MaybeUninit<u64>]) {
+        if rest == Rest::Same && self.known && self.last.len() == out.len() {
+            out.iter_mut().zip(&self.last).for_each(|(o, &id)| _ = o.write(id));
+            return;
+        }
+        self.known = rest != Rest::Other;
+        self.last.clear();
+        for (k, o) in out.iter_mut().enumerate() {
+            let id = self.memo.get(args.get(1 + k * step), key_hash);
+            o.write(id);
+            if self.known {
+                self.last.push(id);
             }
         }
-        self.last_ids.clear();
-        for k in 0..count {
-            let id = self.memo.get(args.get(1 + k * step), key_hash);
-            self.last_ids.push(id);
-        }
-        self.last_list.clear();
-        self.last_known = list.is_some();
-        self.last_list.extend_from_slice(list.unwrap_or_default());
-        &self.last_ids
     }
 }
 
@@ -153,26 +152,29 @@ mod tests {
         }
     }
 
-    /// The fields of each line, one after another as a trace holds them: the same list again, lists that
-    /// differ in one field or in how they are quoted or split, lists of fields and values, escaped fields.
+    /// The ids of the fields of each line, whatever its rest is said to be (as long as `Same` is said only of
+    /// a rest that is): from the memo, or the last command's.
     #[test]
     fn the_ids_of_every_list_are_its_fields_hashes() {
-        let lines: &[&[u8]] = &[
-            b"HMGET k 11 22 33", b"HMGET k2 11 22 33", b"HMGET k 11 22 34", b"HMGET k 11 22", b"HMGET k 11 22 33",
-            br#"HMGET k "11" "22" "33""#, br#""HMGET" "k" "11" "22" "33""#, br#"HMGET k "11 22" 33"#,
-            br#"HMGET k 11 "22 33""#, b"HMGET k 11  22 33", br#"HMGET k "11" 22 "33""#, br#"HMGET k "11" 22 33"#,
-            br#"HMGET k "11" 22 33"#, b"HMGET k 11 22 33", br#"HMGET k "" 22 33"#, br#"HMGET k "" "" 33"#,
-            b"HSET k 11 v1 22 v2", b"HSET k 11 v1 22 v3", b"HMGET k 11 v1 22", b"HMGET k 11	22 33",
+        let lines: &[(&[u8], Rest)] = &[
+            (b"HMGET k 11 22 33", Rest::Kept), (b"HMGET k2 11 22 33", Rest::Same), (b"HMGET k 11 22 34", Rest::Other),
+            (b"HMGET k3 11 22 34", Rest::Same), (b"HMGET k 11 22", Rest::Kept), (b"HMGET k3 11 22", Rest::Same),
+            (b"HSET k 11 v1 22 v2", Rest::Kept), (b"HSET k2 11 v1 22 v2", Rest::Same), (b"HMGET k 11 22 33", Rest::Kept),
+            (b"HMGET k 11 22 33", Rest::Same), (b"HMGET k 11 22 33", Rest::Same),
         ];
         let mut ids = FieldIds::default();
         let (mut spans, mut scratch) = (Vec::new(), Vec::new());
-        for (i, &line) in lines.iter().enumerate() {
+        for (i, &(line, rest)) in lines.iter().enumerate() {
             split_args(line, &mut spans, &mut scratch).unwrap();
             let args = Args::new(line, &scratch, &spans[1..]);
             let step = if line.starts_with(b"HSET") { 2 } else { 1 };
             let count = (args.len() - 1) / step;
             let expected: Vec<u64> = (0..count).map(|k| key_hash(args.get(1 + k * step))).collect();
-            assert_eq!(ids.of_fields(args, step, count), expected, "line {i}: {}", String::from_utf8_lossy(line));
+            let mut out = vec![MaybeUninit::uninit(); count];
+            ids.write(args, step, rest, &mut out);
+            // SAFETY: `write` writes every slot of `out`.
+            let got: Vec<u64> = out.iter().map(|o| unsafe { o.assume_init() }).collect();
+            assert_eq!(got, expected, "line {i}");
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod objects;
 pub mod oracle_general;
 pub mod quick_split;
 pub mod reader;
+pub mod same_tail;
 pub mod sniff;
 pub mod swar;
 pub mod tokenize;

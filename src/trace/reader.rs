@@ -11,6 +11,7 @@ use super::commands::{Op, Shape};
 use super::line::{client_host, LineParser, TextCommand};
 use super::lines::{LineError, Lines, MAX_LINE_BYTES};
 use super::memo::{FieldIds, Memo};
+use super::same_tail::Rest;
 use super::tokenize::Args;
 use super::{Granularity, TextFormat};
 use crate::error::TraceError;
@@ -126,22 +127,20 @@ impl Batch {
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn push_fields(&mut self, op: u8, key: &[u8], entity: u64, args: Args, (step, count): (usize, usize),
-                   granularity: Granularity, req: u64, ids: &mut FieldIds) {
+                   granularity: Granularity, req: u64, (ids, rest): (&mut FieldIds, Rest)) {
         // Each column's room is reserved once, and its slots written in place: a push a column a field checked
         // the capacity 24 times a line of four fields (7% of reading a `commands` line, callgrind).
         debug_assert!([self.fields.len(), self.key_bytes.len(), self.ops.len(), self.entities.len(), self.reqs.len()]
             .iter().all(|&n| n == self.keys.len()));
         let keys = room(&mut self.keys, count);
-        let fields = room(&mut self.fields, count);
+        ids.write(args, step, rest, room(&mut self.fields, count));
         let key_bytes = room(&mut self.key_bytes, count);
         let ops = room(&mut self.ops, count);
         let entities = room(&mut self.entities, count);
         let reqs = room(&mut self.reqs, count);
-        let ids = &ids.of_fields(args, step, count)[..count];
         for k in 0..count {
             let f = args.get(1 + k * step);
             keys[k].write(if granularity == Granularity::Field { field_hash(entity, f) } else { entity });
-            fields[k].write(ids[k]);
             key_bytes[k].write((key.len() + f.len()).min(u32::MAX as usize) as u32);
             ops[k].write(op);
             entities[k].write(entity);
@@ -231,7 +230,7 @@ impl CommandSink for EventSink<'_> {
             Op::Delete => OP_DELETE,
             Op::Other => return,
         };
-        push_events(c.info.shape, op, c.args, self.granularity, req, self.batch, &mut self.field_ids);
+        push_events(c, op, self.granularity, req, self.batch, &mut self.field_ids);
         if let Some(ts) = c.ts {
             self.batch.ts_ns.resize(self.batch.len(), ts);
         }
@@ -461,7 +460,8 @@ pub(crate) fn line_error(path: &str, line_no: u64, e: LineError) -> TraceError {
 
 /// Appends the events a command makes, by its shape: one per field of a hash command, one per key otherwise.
 /// The command's argument count is one `CommandInfo::accepts`. A key is hashed once for all its fields.
-fn push_events(shape: Shape, op: u8, args: Args, g: Granularity, req: u64, batch: &mut Batch, ids: &mut FieldIds) {
+fn push_events(c: &TextCommand, op: u8, g: Granularity, req: u64, batch: &mut Batch, ids: &mut FieldIds) {
+    let (shape, args) = (c.info.shape, c.args);
     let key = |batch: &mut Batch, k: &[u8]| batch.push(op, k, key_hash(k), req);
     match shape {
         Shape::Key | Shape::KeyThenArgs => key(batch, args.get(0)),
@@ -475,7 +475,7 @@ fn push_events(shape: Shape, op: u8, args: Args, g: Granularity, req: u64, batch
                 Shape::KeyFieldArg => (1, 1),
                 _ => (2, (args.len() - 1) / 2),
             };
-            batch.push_fields(op, key, key_hash(key), args, fields, g, req, ids);
+            batch.push_fields(op, key, key_hash(key), args, fields, g, req, (ids, c.rest));
         }
         Shape::NoKeys => {}
     }

@@ -86,18 +86,6 @@ impl<'a> Args<'a> {
         self.spans[i].get(self.line, self.scratch)
     }
 
-    /// The line's bytes from just before argument `first` to just after argument `last` (the quote or the
-    /// space on each side, when there is one), when every argument is as the line wrote it (none unescaped
-    /// into the scratch space): the same bytes there split into the same arguments.
-    #[inline]
-    pub fn raw(&self, first: usize, last: usize) -> Option<&'a [u8]> {
-        if !self.scratch.is_empty() {
-            return None;
-        }
-        let (start, end) = (self.spans[first].start, self.spans[last].end);
-        Some(&self.line[start.saturating_sub(1)..(end + 1).min(self.line.len())])
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
         let (line, scratch) = (self.line, self.scratch);
         self.spans.iter().map(move |s| s.get(line, scratch))
@@ -113,6 +101,22 @@ impl Span {
     /// The span ends at `end` (the line's bytes before it).
     pub fn ends_at(&mut self, end: usize) {
         self.end = end;
+    }
+
+    /// Where it starts and ends in the line (or the scratch space).
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// The same bytes `by` further on in the line, or back.
+    #[inline]
+    pub fn moved(self, by: usize, on: bool) -> Span {
+        let to = |i: usize| if on { i + by } else { i - by };
+        Span { start: to(self.start), end: to(self.end), quoted: self.quoted }
     }
 
     #[inline]
