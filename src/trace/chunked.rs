@@ -4,7 +4,7 @@
 //! hosts renumbered as if one reader had read them all. So the events, counters and errors are
 //! `TextReader`'s (a test below holds them equal); only the time differs.
 //!
-//! Memory is bounded: at most `IN_FLIGHT` chunks are read, parsed or waiting at any time.
+//! Memory is bounded: a few chunks (`start`'s `in_flight`) are read, parsed or waiting at any time.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -203,7 +203,9 @@ impl ChunkedEvents {
 
     fn start(&mut self) {
         let src = self.src.get_mut().unwrap_or_else(|e| e.into_inner()).take().expect("started once");
-        let in_flight = 2 * self.workers + 2;
+        // As many bytes in flight whatever the chunks' size: MONITOR's larger chunks are fewer.
+        let chunk = chunk_bytes(self.format);
+        let in_flight = ((2 * self.workers + 2) * CHUNK_BYTES / chunk).max(self.workers + 1);
         let (tokens, allowed) = sync_channel::<()>(in_flight);
         for _ in 0..in_flight {
             let _ = tokens.send(());
@@ -213,7 +215,6 @@ impl ChunkedEvents {
         let (result_tx, results) = channel();
         // Chunks' buffers go back to the reading thread once parsed: fresh ones cost a page fault every 4 KiB.
         let (spare_tx, spare) = channel::<Vec<u8>>();
-        let chunk = chunk_bytes(self.format);
         thread::spawn(move || cut(src, chunk, allowed, job_tx, spare));
         for _ in 0..self.workers {
             let (jobs, result_tx, spare_tx) = (jobs.clone(), result_tx.clone(), spare_tx.clone());
