@@ -26,6 +26,21 @@ def test_parquet_output_and_counters(tmp):
     assert "16 packets" in proc.stderr and "6 rows" in proc.stderr
 
 
+def test_parquet_keys_and_fields_keep_their_dictionaries_times_are_plain(tmp):
+    """The trace reader hashes each distinct key and field of a row group once, through their dictionaries;
+    times, command indexes and latencies, nearly all distinct, are written plain (writers.py's `_PLAIN`)."""
+    import pyarrow.parquet as pq
+
+    out = tmp / "t.parquet"
+    run_cli("parse.py", CAPTURE, "-o", out, "--port", PORT, check_rc=0)
+    group = pq.ParquetFile(out).metadata.row_group(0)
+    encodings = {group.column(i).path_in_schema: group.column(i).encodings for i in range(group.num_columns)}
+    for name in ("key", "field", "cmd", "op"):
+        assert "RLE_DICTIONARY" in encodings[name], (name, encodings[name])
+    for name in ("ts_ns", "req", "latency_ns"):
+        assert "RLE_DICTIONARY" not in encodings[name] and "PLAIN" in encodings[name], (name, encodings[name])
+
+
 @pytest.mark.parametrize("suffix", [".txt", ".monitor", ".parquet"])
 def test_every_output_simulates_the_same(tmp, suffix):
     out = tmp / f"t{suffix}"

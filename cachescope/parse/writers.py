@@ -23,6 +23,13 @@ from cachescope.parse.schema import SCHEMA
 # connection grow along the trace. Keys, fields, sizes and categories take all values in every row group;
 # their statistics pruned nothing and took a third of the writing time (0.25 s -> 0.17 s for 2 M rows).
 _STATISTICS = ("ts_ns", "req", "conn")
+# Columns whose values nearly all differ (times, command indexes, latencies) are stored plain: a dictionary of
+# them saved nothing, and without one the bench's 2 M rows were written 10% and read 12% faster, 2% smaller.
+# Keys, fields and the categories keep theirs (the trace reader hashes each distinct key once per row group).
+_PLAIN = ("ts_ns", "req", "latency_ns")
+_DICTIONARY = [name for name in SCHEMA.names if name not in _PLAIN]
+
+
 class TraceWriter:
     """Writes record batches to `path` in `fmt`; use as a context manager. The trace is written beside `path`
     and moved there only when the parse succeeded: a failed parse leaves no half-written trace behind, and
@@ -56,7 +63,8 @@ class TraceWriter:
             if self._in_place:
                 self._stream = pa.PythonFile(_Forward(open(self._partial, "wb")), mode="w")
                 where = self._stream
-            self._parquet = pq.ParquetWriter(where, SCHEMA, compression="zstd", write_statistics=list(_STATISTICS))
+            self._parquet = pq.ParquetWriter(where, SCHEMA, compression="zstd", write_statistics=list(_STATISTICS),
+                                             use_dictionary=_DICTIONARY)
         elif self.fmt in ("commands", "monitor"):
             self._file = open(self._partial, "wb")
 
