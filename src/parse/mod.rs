@@ -288,7 +288,9 @@ impl Sink {
     /// The rows so far, with the endpoints of the connections they name; then the endpoints of connections
     /// closed meanwhile are forgotten (no later row can name them).
     fn take(&mut self) -> RowBatch {
-        let mut batch = std::mem::replace(&mut self.order.out, RowBatch::empty());
+        // The next batch with room for as many rows as this one (see `RowBatch::with_room_for`).
+        let next = self.order.out.with_room_for(self.order.out.len());
+        let mut batch = std::mem::replace(&mut self.order.out, next);
         batch.error_names = self.rows.error_names().to_vec();
         let mut ids = batch.conn.clone();
         ids.sort_unstable();

@@ -68,7 +68,9 @@ impl Reorder {
         }
         self.kept = order.len() - cut;
         self.next_check = FIRST_CHECK.max(2 * self.kept);
-        let mut rest = RowBatch::empty();
+        // Room for what stays and what comes before the next look (the caller adds those rows to it): grown by
+        // doubling from empty, its columns were copied again and again, into fresh pages.
+        let mut rest = held.with_room_for(self.next_check);
         if order.iter().enumerate().all(|(k, &i)| k == i) {
             // Already in order (one connection, or replies in send order): whole columns are moved or copied.
             if cut == order.len() && self.out.is_empty() {

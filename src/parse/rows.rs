@@ -82,6 +82,15 @@ impl RowBatch {
         b
     }
 
+    /// An empty batch with room for `rows` rows whose keys and fields are as long, on average, as this
+    /// batch's, and some slack.
+    pub fn with_room_for(&self, rows: usize) -> RowBatch {
+        let per_row = |bytes: usize| bytes.div_ceil(self.len().max(1));
+        let room = |n: usize| n + n / 16 + 1024;
+        RowBatch::with_capacity(room(rows), room(rows * per_row(self.key_data.len())),
+                                room(rows * per_row(self.field_data.len())))
+    }
+
     pub fn len(&self) -> usize {
         self.ts_ns.len()
     }
@@ -180,9 +189,7 @@ impl RowBuilder {
     /// The rows so far; the next batch starts with room for as many (and some slack, since a batch ends
     /// after the command that reaches the caller's row count).
     pub fn take(&mut self) -> RowBatch {
-        let b = &self.batch;
-        let room = |n: usize| n + n / 16 + 1024;
-        let next = RowBatch::with_capacity(room(b.len()), room(b.key_data.len()), room(b.field_data.len()));
+        let next = self.batch.with_room_for(self.batch.len());
         let mut batch = std::mem::replace(&mut self.batch, next);
         batch.error_names = self.error_names.clone();
         batch
