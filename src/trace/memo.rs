@@ -3,9 +3,10 @@
 //! with xxh3 and Java's `String.hashCode` took a tenth of reading a `commands` trace), and the index of each
 //! MONITOR client host (found in a table of byte strings under SipHash: a tenth of reading a MONITOR log).
 
+use std::mem::MaybeUninit;
+
 use super::same_tail::Rest;
 use super::tokenize::Args;
-use std::mem::MaybeUninit;
 use crate::hash::{key_hash, low_word};
 
 /// Slots of the table: more than the features of any one model's request, few enough to stay in L1.

@@ -146,8 +146,8 @@ impl Batch {
             entities[k].write(entity);
             reqs[k].write(req);
         }
-        // SAFETY: the loop above wrote the `count` slots past each column's end, which `room` reserved; the
-        // columns are equally long (every event fills each of them).
+        // SAFETY: `room` reserved the `count` slots past each column's end, `FieldIds::write` wrote those of
+        // `fields` and the loop above the others'; the columns are equally long (every event fills each).
         unsafe {
             let n = self.keys.len() + count;
             self.keys.set_len(n);

@@ -13,14 +13,15 @@ use super::swar::{quote_or_escape, word_end};
 use super::tokenize::{split_args, Span};
 use crate::hash::low_word;
 
-/// What a line's arguments after its key are to the next line's.
+/// A line's arguments after its key, against the last line's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rest {
     /// The last line's, byte for byte.
     Same,
-    /// Others, kept for the next line.
+    /// Others, remembered for the next line.
     Kept,
-    /// Others, not kept: the next line's cannot be the `Same`.
+    /// Others, not remembered (the look is backing off, or they needed unescaping): the next line's cannot
+    /// be `Same`.
     Other,
 }
 
@@ -70,7 +71,7 @@ impl Splitter {
             if let Some(key) = last.key_of(line) {
                 let after_at = key.end() + usize::from(last.quoted);
                 for s in &mut self.spans[2..] {
-                    *s = s.moved(last.after_at, false).moved(after_at, true);
+                    *s = s.rebased(last.after_at, after_at);
                 }
                 self.spans[1] = key;
                 last.after_at = after_at;

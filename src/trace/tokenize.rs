@@ -112,11 +112,10 @@ impl Span {
         self.end
     }
 
-    /// The same bytes `by` further on in the line, or back.
+    /// The same bytes in a line where what began at `from` (at or before them) begins at `to`.
     #[inline]
-    pub fn moved(self, by: usize, on: bool) -> Span {
-        let to = |i: usize| if on { i + by } else { i - by };
-        Span { start: to(self.start), end: to(self.end), quoted: self.quoted }
+    pub fn rebased(self, from: usize, to: usize) -> Span {
+        Span { start: self.start - from + to, end: self.end - from + to, quoted: self.quoted }
     }
 
     #[inline]
