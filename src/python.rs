@@ -417,12 +417,17 @@ struct CaptureParser {
 
 #[pymethods]
 impl CaptureParser {
-    /// `fd`, `head` and `stop` as for `TextReader`.
+    /// `fd`, `head` and `stop` as for `TextReader`. `head_start`: (rows, batches), the first `batches` batches
+    /// of `rows` rows (at most 4) are parsed from now on, before `next_batch` asks for them with the same
+    /// `rows`; numpy is imported meanwhile (parse.py imports pyarrow after: the parse overlaps both).
     #[new]
-    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new(), stop=None))]
+    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new(), stop=None, head_start=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(py: Python<'_>, path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>,
-           stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
-        numpy_ready(py);
+           stop: Option<PyRef<'_, StopFlag>>, head_start: Option<(usize, usize)>) -> PyResult<Self> {
+        if head_start.is_none() {
+            numpy_ready(py);
+        }
         let (file, threaded) = open_threaded(path, fd, head, stop.as_deref())?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         // A plain file is read ahead in blocks; a compressed one already is, and a live input hands over what
@@ -431,7 +436,12 @@ impl CaptureParser {
         // Without the GIL: a live input's file header may take a while to come, and a signal's watcher thread
         // must be able to run meanwhile (`cachescope/trace/live.py`).
         let parser = py.detach(|| parse::CaptureParser::new(file, path, &config)).map_err(trace_err)?;
-        Ok(CaptureParser { inner: parse::ParseAhead::new(parser) })
+        let mut inner = parse::ParseAhead::new(parser);
+        if let Some((rows, batches)) = head_start {
+            inner.head_start(rows, batches);
+            numpy_ready(py); // still before any output exists, as the signal handling needs
+        }
+        Ok(CaptureParser { inner })
     }
 
     /// The next rows, at least `min_rows` unless the capture ends, as a dict of numpy columns (see

@@ -129,3 +129,27 @@ def test_commands_read_and_write_parquet_with_the_c_allocator(parquet_trace, tmp
     assert probe("parse.py", PCAP, "-o", tmp / "t.parquet", "--port", PORT, "--no-progress")["pool"] == "system"
     env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}
     assert probe("simulate.py", parquet_trace, "--lru", "1e2", "--json", "--no-progress", env=env)["pool"] == "mimalloc"
+
+
+_HEAD_START = """
+import json, sys
+from cachescope.parse.input_rows import open_rows
+path, port, head_start = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+rows = open_rows(path, [port], head_start=head_start)
+started_before_pyarrow = "pyarrow" not in sys.modules
+batches = list(rows.record_batches())
+table = [b.to_pydict() for b in batches]
+print(json.dumps({"before": started_before_pyarrow, "rows": table, "stats": rows.stats}, default=str))
+"""
+
+
+def test_parse_starts_the_capture_parser_before_importing_pyarrow_with_the_same_rows():
+    """parse.py's capture parser starts on its first batches before numpy and pyarrow are imported (their
+    imports then overlap the parse), and gives the same rows and counters as without the head start."""
+    run = lambda head: json.loads(subprocess.run(  # noqa: E731
+        [sys.executable, "-c", _HEAD_START, str(PCAP), str(PORT), head], cwd=REPO, capture_output=True, text=True,
+        check=True).stdout)
+    ahead, plain = run("1"), run("0")
+    assert ahead["before"] and plain["before"]
+    assert ahead["rows"] == plain["rows"] and sum(len(b["key"]) for b in ahead["rows"]) > 0
+    assert ahead["stats"] == plain["stats"]

@@ -49,11 +49,12 @@ def main(argv=None, prog: str = "parse.py") -> int:
         raise UsageError("-: standard input is read alone, not with other captures")
     caps = captures(args.capture)
     check_outputs([("capture", c.path) for c in caps], [("-o", args.output), ("--stats-json", args.stats_json)])
-    from cachescope.parse.many import is_folder_output
+    from cachescope.parse.output_format import is_folder_output
 
     if len(caps) == 1 and len(args.capture) == 1 and args.scheduler is None and not args.workers \
             and not is_folder_output(args.output):
-        from cachescope.parse.convert import convert  # pyarrow and the parser: not for --help
+        # The parser starts before numpy and pyarrow are imported (`convert`): not for --help.
+        from cachescope.parse.convert import convert
 
         stats = convert(caps[0].path, args.output, fmt=args.format, ports=args.port,
                         anonymize=args.anonymize, progress=not args.no_progress)

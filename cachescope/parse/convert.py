@@ -6,7 +6,6 @@ from __future__ import annotations
 from cachescope.outputs import check_outputs
 from cachescope.parse.input_rows import open_rows
 from cachescope.parse.output_format import output_format
-from cachescope.parse.writers import TraceWriter
 from cachescope.progress import progress_bar
 from cachescope.trace.live import LiveStop
 
@@ -17,7 +16,11 @@ def convert(source: str, output: str, fmt: str | None = None, ports=(6379,), ano
     counters (packets, connections, gaps, ...). `ports=None`: a capture's Redis ports are found by content."""
     out_fmt = output_format(output, fmt)
     check_outputs([("capture", source)], [("-o", output)])
-    rows = open_rows(source, ports, anonymize, live=True)
+    # A capture's first batches are parsed while numpy and the writers' pyarrow are imported (~0.2 s): the
+    # writers are imported after the parser has started, on purpose.
+    rows = open_rows(source, ports, anonymize, live=True, head_start=True)
+    from cachescope.parse.writers import TraceWriter
+
     stop = getattr(rows, "stop", None)
     live = LiveStop(flag=stop, active=stop is not None)
     with live, progress_bar(rows.size_bytes, f"parsing {source}", progress and not live.active) as bar, \

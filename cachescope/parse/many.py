@@ -16,14 +16,9 @@ from cachescope.cluster import (TaskFailed, check_cluster_options, dask_availabl
 from cachescope.errors import UsageError
 from cachescope.parse.clock_offset import offsets
 from cachescope.parse.inputs import Capture
-from cachescope.parse.output_format import output_format
+from cachescope.parse.output_format import is_folder_output, output_format
 from cachescope.parse.part import parse_part, partial_path
 from cachescope.progress import count_bar
-
-
-def is_folder_output(output: str) -> bool:
-    """`-o fleet/` (a trailing slash) or an existing folder: a dataset."""
-    return output.endswith(("/", os.sep)) or os.path.isdir(output)
 
 
 def convert_many(caps: list[Capture], output: str, fmt: str | None = None, ports=(6379,), anonymize: bool = False,

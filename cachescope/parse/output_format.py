@@ -22,3 +22,8 @@ def output_format(path: str, forced: str | None) -> str:
         raise UsageError(f"{path}: cannot tell the output format from the extension; give --format "
                          f"({', '.join(OUTPUT_FORMATS)})")
     return fmt
+
+
+def is_folder_output(output: str) -> bool:
+    """`-o fleet/` (a trailing slash) or an existing folder: a dataset."""
+    return output.endswith(("/", os.sep)) or os.path.isdir(output)

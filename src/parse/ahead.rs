@@ -2,7 +2,9 @@
 //! next batch of rows while the caller (Python, turning the previous batch into Arrow and writing Parquet)
 //! works on the one it was handed: on two cores the parser's time and the caller's overlap instead of adding
 //! up. The caller asks for each batch; the worker parses at most one batch beyond the one being handed out,
-//! so at most two batches exist besides the caller's (memory stays bounded). With each batch comes the
+//! so at most two batches exist besides the caller's (memory stays bounded). At the start the caller may ask
+//! for a few batches at once (`head_start`): parse.py asks before it imports numpy and pyarrow, so that the
+//! parse and its start-up overlap too. With each batch comes the
 //! parser's state when that batch was cut (counters, offset, new command names), so what the
 //! caller reads alongside a batch is what the plain parser would have shown at that point, and an error
 //! arrives at the same point of the stream with the same message.
@@ -17,6 +19,9 @@ use super::{CaptureParser, RowBatch};
 use crate::error::TraceError;
 
 type Parsed = Result<Option<RowBatch>, TraceError>;
+
+/// Batches a head start may ask for at once: each holds 128 Ki rows (~15 MiB) in parse.py.
+pub const MAX_HEAD_START: usize = 4;
 
 /// The parser's state when a batch was cut; command names only those new since the last (a batch carries
 /// the endpoints of its own connections).
@@ -35,8 +40,8 @@ pub struct ParseAhead {
     /// In a Mutex only so that the parser can be shared between threads (Python objects must be); it is
     /// reached through `&mut self` (`get_mut`), never locked.
     replies: Mutex<Receiver<(Parsed, Progress)>>,
-    /// A batch asked for and not yet handed out (the one being parsed ahead).
-    pending: bool,
+    /// Batches asked for and not yet handed out (the one being parsed ahead, or those of a head start).
+    asked: usize,
     /// Where the parse stopped, repeated to any later call.
     failed: Option<TraceError>,
     offset: u64,
@@ -51,15 +56,15 @@ impl ParseAhead {
     pub fn new<R: Read + Send + 'static>(parser: CaptureParser<R>) -> ParseAhead {
         let path = parser.path.clone();
         let counters = parser.counters();
-        // Two requests are outstanding at most (this batch and the next); replies wait one at a time.
-        let (requests, asked) = sync_channel(2);
-        let (done, replies) = sync_channel(1);
+        // Two requests are outstanding at most (this batch and the next), but for a head start.
+        let (requests, asked) = sync_channel(MAX_HEAD_START);
+        let (done, replies) = sync_channel(MAX_HEAD_START);
         thread::spawn(move || work(parser, asked, done));
         ParseAhead {
             path,
             requests: Some(requests),
             replies: Mutex::new(replies),
-            pending: false,
+            asked: 0,
             failed: None,
             offset: 0,
             counters,
@@ -69,7 +74,18 @@ impl ParseAhead {
         }
     }
 
-    /// As `CaptureParser::next_batch`, except that the batch parsed ahead was asked for with the previous
+    /// Asks for the first `batches` batches (at most `MAX_HEAD_START`) of `min_rows` rows now, before the
+    /// caller wants them; `next_batch` then hands them out, asked with the same `min_rows`. Only before the
+    /// first `next_batch`.
+    pub fn head_start(&mut self, min_rows: usize, batches: usize) {
+        let Some(requests) = &self.requests else { return };
+        while self.asked < batches.min(MAX_HEAD_START) {
+            let _ = requests.send(min_rows);
+            self.asked += 1;
+        }
+    }
+
+    /// As `CaptureParser::next_batch`, except that the batches parsed ahead were asked for with the previous
     /// call's `min_rows` (callers keep it the same).
     pub fn next_batch(&mut self, min_rows: usize) -> Result<Option<RowBatch>, TraceError> {
         if let Some(e) = &self.failed {
@@ -78,10 +94,11 @@ impl ParseAhead {
         let Some(requests) = &self.requests else { return Ok(None) };
         // This batch (unless already parsed ahead), then the next one, so the worker goes on at once. A send
         // fails only once the worker has stopped, after its last reply, which is still received below.
-        for _ in 0..if self.pending { 1 } else { 2 } {
+        while self.asked < 2 {
             let _ = requests.send(min_rows);
+            self.asked += 1;
         }
-        self.pending = true;
+        self.asked -= 1;
         let replies = self.replies.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
         let Ok((parsed, progress)) = replies.recv() else {
             return self.stop(Err(TraceError::whole(&self.path, "the parser thread stopped unexpectedly")));
@@ -99,7 +116,7 @@ impl ParseAhead {
 
     fn stop(&mut self, last: Parsed) -> Parsed {
         self.requests = None;
-        self.pending = false;
+        self.asked = 0;
         self.failed = last.as_ref().err().cloned();
         last
     }

@@ -149,9 +149,11 @@ fn run_plain(bytes: Vec<u8>, min_rows: usize) -> Run {
     (batches, end, p.cmd_names().to_vec())
 }
 
-fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
+/// Parsed ahead, after a head start of `head` batches.
+fn run_ahead(bytes: Vec<u8>, min_rows: usize, head: usize) -> Run {
     let p = CaptureParser::new(Cursor::new(bytes), "test.pcap", &ParseConfig::default()).unwrap();
     let mut p = ParseAhead::new(p);
+    p.head_start(min_rows, head);
     let mut batches = Vec::new();
     let end = loop {
         match p.next_batch(min_rows) {
@@ -171,12 +173,18 @@ fn run_ahead(bytes: Vec<u8>, min_rows: usize) -> Run {
     (batches, end, p.cmd_names().to_vec())
 }
 
+/// Head starts of none, one, the most, and more than the most batches.
+const HEADS: [usize; 4] = [0, 1, super::ahead::MAX_HEAD_START, 9];
+
 #[test]
 fn parsing_ahead_hands_out_the_same_batches_and_state() {
     for min_rows in [1, 3, 1 << 20] {
         let plain = run_plain(capture(), min_rows);
         assert!(plain.1.is_ok());
-        assert_eq!(run_ahead(capture(), min_rows), plain, "batches of at least {min_rows} rows");
+        assert!(min_rows > 1 || plain.0.len() > super::ahead::MAX_HEAD_START, "more batches than a head start");
+        for head in HEADS {
+            assert_eq!(run_ahead(capture(), min_rows, head), plain, "batches of at least {min_rows} rows, {head} ahead");
+        }
     }
 }
 
@@ -188,7 +196,9 @@ fn parsing_ahead_fails_where_the_plain_parser_does() {
         let plain = run_plain(bytes.clone(), min_rows);
         let message = plain.1.as_ref().unwrap_err().to_string();
         assert!(message.starts_with("test.pcap") && message.contains("snap length"), "{message}");
-        assert_eq!(run_ahead(bytes.clone(), min_rows), plain, "batches of at least {min_rows} rows");
+        for head in HEADS {
+            assert_eq!(run_ahead(bytes.clone(), min_rows, head), plain, "batches of at least {min_rows} rows, {head} ahead");
+        }
     }
 }
 
