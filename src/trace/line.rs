@@ -36,6 +36,9 @@ pub struct LineParser {
     /// The last command name read: a trace names the same few commands line after line, and upper-casing
     /// one and finding it in the command table took 5% of reading a line.
     last_name: Option<KnownName>,
+    /// The last line split was read into a command, with `last_name`: a line that repeats its name and its
+    /// arguments but for the key (`Rest::Same`) is read with them, its name not looked up again.
+    last_read: bool,
 }
 
 /// A command name as written, in upper case, and its entry in the command table.
@@ -49,7 +52,7 @@ struct KnownName {
 impl LineParser {
     pub fn new(format: TextFormat) -> LineParser {
         let get = commands::lookup(b"GET").expect("GET is in the command table");
-        LineParser { format, split: Splitter::default(), get, last_name: None }
+        LineParser { format, split: Splitter::default(), get, last_name: None, last_read: false }
     }
 
     /// Reads `line` (without its line ending, and without NUL bytes: `Lines` refuses those) and hands its
@@ -91,8 +94,16 @@ impl LineParser {
         client: Option<&[u8]>,
         f: impl FnOnce(&TextCommand),
     ) -> Result<bool, String> {
+        let last_read = std::mem::take(&mut self.last_read);
         let rest = self.split.split(body)?;
         let (spans, scratch) = (self.split.spans(), self.split.scratch());
+        if let (Rest::Same, true, Some(known)) = (rest, last_read, &self.last_name) {
+            // The last line's name and as many arguments, which that line was read with.
+            let args = Args::new(body, scratch, &spans[1..]);
+            f(&TextCommand { ts, client, name: &known.upper[..known.len], info: known.info, args, rest });
+            self.last_read = true;
+            return Ok(true);
+        }
         let Some(first) = spans.first() else { return Ok(false) };
         let raw_name = first.get(body, scratch);
         if raw_name.len() > MAX_NAME {
@@ -116,6 +127,7 @@ impl LineParser {
         }
         let args = Args::new(body, scratch, &spans[1..]);
         f(&TextCommand { ts, client, name, info, args, rest });
+        self.last_read = true;
         Ok(true)
     }
 }
@@ -309,6 +321,38 @@ mod tests {
                         .map(|_| got)
                 };
                 assert_eq!(read(&mut one), read(&mut LineParser::new(TextFormat::Commands)), "{line}");
+            }
+        }
+    }
+
+    /// Lines that repeat the last one's name and arguments but for the key (taken from the last line, name
+    /// and all), among others: each read as a fresh parser reads it, in both formats that name commands.
+    #[test]
+    fn a_line_taken_from_the_last_reads_as_alone() {
+        let bodies = ["HMGET k1 f g", "HMGET k2 f g", "hmget k3 f g", "HMGET k4 f g", "HMGET k5 f", "HMGET k6 f",
+                      "GET a", "GET b", "GET b c", "HSET h f v", "HSET h2 f v", "HSET h3 f", "FROB k f g",
+                      "FROB k2 f g", "HMGET \"k 7\" f g", "HMGET k8 f g", "MGET a b c", "MGET d b c", "PING", "PING"];
+        for format in [TextFormat::Commands, TextFormat::Monitor] {
+            let line = |body: &str| match format {
+                TextFormat::Monitor => {
+                    let quoted: Vec<String> = body.split(' ').map(|a| format!("\"{}\"", a.trim_matches('"'))).collect();
+                    format!("1700000000.000001 [0 10.0.0.1:5000] {}", quoted.join(" "))
+                }
+                _ => body.to_string(),
+            };
+            let mut one = LineParser::new(format);
+            for _ in 0..2 {
+                for body in bodies {
+                    let line = line(body);
+                    let read = |p: &mut LineParser| {
+                        let mut got = None;
+                        p.parse(line.as_bytes(), false, |c| {
+                            got = Some((c.name.to_vec(), c.args.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), c.info.op))
+                        })
+                        .map(|_| got)
+                    };
+                    assert_eq!(read(&mut one), read(&mut LineParser::new(format)), "{line}");
+                }
             }
         }
     }
