@@ -15,6 +15,8 @@ pub mod reader;
 pub mod same_tail;
 pub mod sniff;
 pub mod swar;
+#[cfg(test)]
+mod test_rng;
 pub mod tokenize;
 
 pub use reader::{Batch, CommandSink, HostSink, TextReader, TraceStats};

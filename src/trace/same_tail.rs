@@ -171,6 +171,7 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::test_rng::XorShift;
 
     fn args(line: &[u8], spans: &[Span], scratch: &[u8]) -> Vec<Vec<u8>> {
         spans.iter().map(|s| s.get(line, scratch).to_vec()).collect()
@@ -180,13 +181,8 @@ mod tests {
     /// oddly or malformed, and lines changed by a byte: each line split as `split_args` splits it alone.
     #[test]
     fn splits_every_line_as_split_args_does() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % m as u64) as usize
-        };
+        let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |m: usize| rng.below(m);
         let befores: &[&[u8]] = &[b"HMGET ", b"\"HMGET\" ", b"HMGET\t ", b" HMGET ", b"", b"HMGET", b"HM\"GET "];
         let keys: &[&[u8]] = &[
             b"st_1", b"st_22", b"\"st_1\"", b"\"st 1\"", b"\"st\\x31\"", b"\"st_1\"x", b"\"\"", b"\"", b"\"st_1",

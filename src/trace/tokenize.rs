@@ -166,6 +166,7 @@ fn unquote(line: &[u8], mut i: usize, out: &mut Vec<u8>) -> Result<usize, String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::test_rng::XorShift;
 
     fn split(line: &str) -> Result<Vec<Vec<u8>>, String> {
         let (mut spans, mut scratch) = (Vec::new(), Vec::new());
@@ -215,17 +216,10 @@ mod tests {
     #[test]
     fn agrees_with_the_plain_split() {
         let alphabet = b"ab  \t\"\"\\\x01\x0b\x0c\r\xffx";
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
         for n in 0..200 {
             for _ in 0..200 {
-                let line: Vec<u8> = (0..n)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        alphabet[(state % alphabet.len() as u64) as usize]
-                    })
-                    .collect();
+                let line: Vec<u8> = (0..n).map(|_| alphabet[rng.below(alphabet.len())]).collect();
                 let (mut spans, mut scratch) = (Vec::new(), Vec::new());
                 let got = split_args(&line, &mut spans, &mut scratch)
                     .map(|()| spans.iter().map(|s| s.get(&line, &scratch).to_vec()).collect::<Vec<_>>());
@@ -249,13 +243,8 @@ mod tests {
     /// the same arguments or the same error as the plain split. Most are taken by `quick_split`.
     #[test]
     fn quick_and_plain_splits_agree() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % m as u64) as usize
-        };
+        let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = |m: usize| rng.below(m);
         let (mut taken, mut lines) = (0, 0);
         for _ in 0..20_000 {
             let mut line = Vec::new();
