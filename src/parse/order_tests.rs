@@ -168,7 +168,7 @@ fn rows_held_past_the_memory_bound_go_oldest_first_and_a_later_older_row_is_coun
     let held = order.release(held, Some(T0), T0 + MS, false);
     assert_eq!((order.out.len(), held.len()), (0, MAX_ROWS - 1));
     let mut held = held;
-    held.append_rows(&rows_from(T0 + 10 + MAX_ROWS as i64, 1), &[0]);
+    held.append_range(&rows_from(T0 + 10 + MAX_ROWS as i64, 1), 0..1);
     assert!(order.due(&held, usize::MAX));
     let held = order.release(held, Some(T0), T0 + MS, false);
     assert!(held.len() <= MAX_ROWS / 2 && !order.out.is_empty());
@@ -176,7 +176,67 @@ fn rows_held_past_the_memory_bound_go_oldest_first_and_a_later_older_row_is_coun
     assert_eq!(order.out_of_order, 0);
     // The waiting command's row comes at last: older than rows already out.
     let mut held = held;
-    held.append_rows(&rows_from(T0, 1), &[0]);
+    held.append_range(&rows_from(T0, 1), 0..1);
     order.release(held, None, T0 + MS, false);
     assert_eq!(order.out_of_order, 1);
+}
+
+/// The rows `release` lets go and keeps, as (ts, conn, req, key) in order: what sorting every row by its key,
+/// stably, gives (the release before it sorted commands instead of rows).
+fn released_by_row(held: &crate::parse::RowBatch, limit: i64) -> (Vec<(i64, u32, u64, Vec<u8>)>, Vec<(i64, u32, u64, Vec<u8>)>) {
+    let row = |i: usize| {
+        let key = held.key_data[held.key_offsets[i] as usize..held.key_offsets[i + 1] as usize].to_vec();
+        (held.ts_ns[i], held.conn[i], held.req[i], key)
+    };
+    let mut order: Vec<usize> = (0..held.len()).collect();
+    order.sort_by_key(|&i| (held.ts_ns[i], held.conn[i], held.req[i]));
+    let (gone, kept): (Vec<usize>, Vec<usize>) = order.into_iter().partition(|&i| held.ts_ns[i] < limit);
+    (gone.into_iter().map(row).collect(), kept.into_iter().map(row).collect())
+}
+
+fn rows_of(b: &crate::parse::RowBatch) -> Vec<(i64, u32, u64, Vec<u8>)> {
+    (0..b.len()).map(|i| (b.ts_ns[i], b.conn[i], b.req[i], b.key_data[b.key_offsets[i] as usize..b.key_offsets[i + 1] as usize].to_vec())).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Commands of 1-4 rows each (a key per row), on three connections, at times that often tie, made in any
+    /// order; one command now and then made in two parts with another between them.
+    #[test]
+    fn release_sorts_commands_as_sorting_their_rows_would(
+        commands in prop::collection::vec((0i64..6, 0u32..3, 0u64..4, 1usize..5, any::<bool>()), 0..60),
+        limit in 0i64..8,
+    ) {
+        let mut held = crate::parse::RowBatch::empty();
+        let mut split = Vec::new();
+        for (n, &(ts, conn, req, len, in_two)) in commands.iter().enumerate() {
+            for r in 0..len {
+                let mut row = rows_from(T0 + ts, 1);
+                row.conn[0] = conn;
+                row.req[0] = req;
+                row.key_data = format!("{n}.{r}").into_bytes();
+                row.key_offsets = vec![0, row.key_data.len() as i64];
+                if in_two && r == len - 1 && len > 1 {
+                    split.push(row); // made later, after the next command's rows
+                } else {
+                    held.append_range(&row, 0..1);
+                }
+            }
+            if n % 2 == 1 {
+                for row in split.drain(..) {
+                    held.append_range(&row, 0..1);
+                }
+            }
+        }
+        for row in split.drain(..) {
+            held.append_range(&row, 0..1);
+        }
+        let (gone, kept) = released_by_row(&held, T0 + limit);
+        let mut order = super::order::Reorder::default();
+        let rest = order.release(held, Some(T0 + limit), T0, false);
+        prop_assert_eq!(rows_of(&order.out), gone);
+        prop_assert_eq!(rows_of(&rest), kept);
+        prop_assert_eq!(order.out_of_order, 0);
+    }
 }

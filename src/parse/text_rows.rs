@@ -118,8 +118,7 @@ mod tests {
         let mut r = TextRows::new(text.as_bytes(), "t", format, None);
         let mut all = RowBatch::empty();
         while let Some(b) = r.next_batch(2).unwrap() {
-            let idx: Vec<usize> = (0..b.len()).collect();
-            all.append_rows(&b, &idx);
+            all.append_range(&b, 0..b.len());
         }
         (all, r.stats(), r.clients().to_vec())
     }
