@@ -162,6 +162,61 @@ impl BuildHasher for BuildU64Hasher {
 pub type KeyMap<V> = hashbrown::HashMap<u64, V, BuildU64Hasher>;
 pub type KeySet = hashbrown::HashSet<u64, BuildU64Hasher>;
 
+/// Cache keys of a column of strings in Arrow layout (`offsets` has one more entry than there are rows).
+pub fn hash_string_column(offsets: &[i64], data: &[u8]) -> Result<Vec<u64>, String> {
+    column_rows(offsets, data.len())?.map(|(a, b)| Ok(key_hash(&data[a..b]))).collect()
+}
+
+/// Cache keys of `(key, field)` rows: `key_hashes` from `hash_string_column`, the fields in Arrow layout,
+/// and a null field (`valid[i] == false`) meaning a plain key.
+pub fn hash_field_column(key_hashes: &[u64], offsets: &[i64], data: &[u8], valid: &[bool]) -> Result<Vec<u64>, String> {
+    if key_hashes.len() != valid.len() || offsets.len() != valid.len() + 1 {
+        return Err("key, field and validity columns differ in length".into());
+    }
+    column_rows(offsets, data.len())?
+        .zip(key_hashes.iter().zip(valid))
+        .map(|((a, b), (&k, &v))| Ok(if v { field_hash(k, &data[a..b]) } else { k }))
+        .collect()
+}
+
+/// `hash_field_column` for a dictionary-encoded field column (a Parquet trace's): row `i`'s field is entry
+/// `index[i]` of the dictionary whose strings are in Arrow layout, so no row's string is copied out.
+pub fn hash_field_by_index(key_hashes: &[u64], offsets: &[i64], data: &[u8], index: &[i64], valid: &[bool])
+                           -> Result<Vec<u64>, String> {
+    if key_hashes.len() != valid.len() || index.len() != valid.len() {
+        return Err("key, field index and validity columns differ in length".into());
+    }
+    let entries: Vec<(usize, usize)> = column_rows(offsets, data.len())?.collect();
+    key_hashes
+        .iter()
+        .zip(index.iter().zip(valid))
+        .map(|(&k, (&j, &v))| {
+            if !v {
+                return Ok(k);
+            }
+            let &(a, b) = usize::try_from(j).ok().and_then(|j| entries.get(j)).ok_or("field index outside its dictionary")?;
+            Ok(field_hash(k, &data[a..b]))
+        })
+        .collect()
+}
+
+/// Hash of each string of a nullable column (`key_hash`), 0 for a null: how fields are named by allow-lists
+/// and refresh schedules.
+pub fn hash_optional_column(offsets: &[i64], data: &[u8], valid: &[bool]) -> Result<Vec<u64>, String> {
+    if offsets.len() != valid.len() + 1 {
+        return Err("string and validity columns differ in length".into());
+    }
+    column_rows(offsets, data.len())?.zip(valid).map(|((a, b), &v)| Ok(if v { key_hash(&data[a..b]) } else { 0 })).collect()
+}
+
+fn column_rows(offsets: &[i64], data_len: usize) -> Result<impl Iterator<Item = (usize, usize)> + '_, String> {
+    let sorted = offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1]);
+    if offsets.is_empty() || !sorted || offsets[offsets.len() - 1] as usize > data_len {
+        return Err("corrupt string column offsets".into());
+    }
+    Ok(offsets.windows(2).map(|w| (w[0] as usize, w[1] as usize)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,59 +281,4 @@ mod tests {
             assert!(seen.insert(mix64(i)));
         }
     }
-}
-
-/// Cache keys of a column of strings in Arrow layout (`offsets` has one more entry than there are rows).
-pub fn hash_string_column(offsets: &[i64], data: &[u8]) -> Result<Vec<u64>, String> {
-    column_rows(offsets, data.len())?.map(|(a, b)| Ok(key_hash(&data[a..b]))).collect()
-}
-
-/// Cache keys of `(key, field)` rows: `key_hashes` from `hash_string_column`, the fields in Arrow layout,
-/// and a null field (`valid[i] == false`) meaning a plain key.
-pub fn hash_field_column(key_hashes: &[u64], offsets: &[i64], data: &[u8], valid: &[bool]) -> Result<Vec<u64>, String> {
-    if key_hashes.len() != valid.len() || offsets.len() != valid.len() + 1 {
-        return Err("key, field and validity columns differ in length".into());
-    }
-    column_rows(offsets, data.len())?
-        .zip(key_hashes.iter().zip(valid))
-        .map(|((a, b), (&k, &v))| Ok(if v { field_hash(k, &data[a..b]) } else { k }))
-        .collect()
-}
-
-/// `hash_field_column` for a dictionary-encoded field column (a Parquet trace's): row `i`'s field is entry
-/// `index[i]` of the dictionary whose strings are in Arrow layout, so no row's string is copied out.
-pub fn hash_field_by_index(key_hashes: &[u64], offsets: &[i64], data: &[u8], index: &[i64], valid: &[bool])
-                           -> Result<Vec<u64>, String> {
-    if key_hashes.len() != valid.len() || index.len() != valid.len() {
-        return Err("key, field index and validity columns differ in length".into());
-    }
-    let entries: Vec<(usize, usize)> = column_rows(offsets, data.len())?.collect();
-    key_hashes
-        .iter()
-        .zip(index.iter().zip(valid))
-        .map(|(&k, (&j, &v))| {
-            if !v {
-                return Ok(k);
-            }
-            let &(a, b) = usize::try_from(j).ok().and_then(|j| entries.get(j)).ok_or("field index outside its dictionary")?;
-            Ok(field_hash(k, &data[a..b]))
-        })
-        .collect()
-}
-
-/// Hash of each string of a nullable column (`key_hash`), 0 for a null: how fields are named by allow-lists
-/// and refresh schedules.
-pub fn hash_optional_column(offsets: &[i64], data: &[u8], valid: &[bool]) -> Result<Vec<u64>, String> {
-    if offsets.len() != valid.len() + 1 {
-        return Err("string and validity columns differ in length".into());
-    }
-    column_rows(offsets, data.len())?.zip(valid).map(|((a, b), &v)| Ok(if v { key_hash(&data[a..b]) } else { 0 })).collect()
-}
-
-fn column_rows(offsets: &[i64], data_len: usize) -> Result<impl Iterator<Item = (usize, usize)> + '_, String> {
-    let sorted = offsets.windows(2).all(|w| 0 <= w[0] && w[0] <= w[1]);
-    if offsets.is_empty() || !sorted || offsets[offsets.len() - 1] as usize > data_len {
-        return Err("corrupt string column offsets".into());
-    }
-    Ok(offsets.windows(2).map(|w| (w[0] as usize, w[1] as usize)))
 }

@@ -57,8 +57,11 @@ fn capture(conns: &[Vec<Cmd>]) -> Vec<u8> {
     w.into_inner()
 }
 
-/// (ts_ns, conn, key, found) of every row, in the order they come out, and the parser's counters.
-fn parse(bytes: &[u8], min_rows: usize) -> (Vec<(i64, u32, Vec<u8>, i8)>, Vec<(&'static str, u64)>) {
+/// A row as the tests compare it: (ts_ns, conn, key, found).
+type Row = (i64, u32, Vec<u8>, i8);
+
+/// Every row, in the order they come out, and the parser's counters.
+fn parse(bytes: &[u8], min_rows: usize) -> (Vec<Row>, Vec<(&'static str, u64)>) {
     let mut p = CaptureParser::new(bytes, "order.pcap", &ParseConfig::default()).unwrap();
     let mut rows = Vec::new();
     while let Some(b) = p.next_batch(min_rows).unwrap() {
@@ -181,9 +184,12 @@ fn rows_held_past_the_memory_bound_go_oldest_first_and_a_later_older_row_is_coun
     assert_eq!(order.out_of_order, 1);
 }
 
-/// The rows `release` lets go and keeps, as (ts, conn, req, key) in order: what sorting every row by its key,
-/// stably, gives (the release before it sorted commands instead of rows).
-fn released_by_row(held: &crate::parse::RowBatch, limit: i64) -> (Vec<(i64, u32, u64, Vec<u8>)>, Vec<(i64, u32, u64, Vec<u8>)>) {
+/// A held row as the release test compares it: (ts, conn, req, key).
+type HeldRow = (i64, u32, u64, Vec<u8>);
+
+/// The rows `release` lets go and keeps, in order: what sorting every row by its key, stably, gives (the
+/// release before it sorted commands instead of rows).
+fn released_by_row(held: &crate::parse::RowBatch, limit: i64) -> (Vec<HeldRow>, Vec<HeldRow>) {
     let row = |i: usize| {
         let key = held.key_data[held.key_offsets[i] as usize..held.key_offsets[i + 1] as usize].to_vec();
         (held.ts_ns[i], held.conn[i], held.req[i], key)
@@ -194,7 +200,7 @@ fn released_by_row(held: &crate::parse::RowBatch, limit: i64) -> (Vec<(i64, u32,
     (gone.into_iter().map(row).collect(), kept.into_iter().map(row).collect())
 }
 
-fn rows_of(b: &crate::parse::RowBatch) -> Vec<(i64, u32, u64, Vec<u8>)> {
+fn rows_of(b: &crate::parse::RowBatch) -> Vec<HeldRow> {
     (0..b.len()).map(|i| (b.ts_ns[i], b.conn[i], b.req[i], b.key_data[b.key_offsets[i] as usize..b.key_offsets[i + 1] as usize].to_vec())).collect()
 }
 

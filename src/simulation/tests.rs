@@ -70,8 +70,11 @@ fn mixing_clocked_and_unclocked_batches_is_an_error() {
     assert!(sim.feed(&Events::reads(&[2])).is_err());
 }
 
+/// keys, ops, entities, fields, reqs.
+type TraceColumns = (Vec<u64>, Vec<u8>, Vec<u64>, Vec<u64>, Vec<u64>);
+
 /// One HMGET of fields 1, 2 on entity 100, then a write of field 1, a delete of the whole entity, reads.
-fn freshness_trace() -> (Vec<u64>, Vec<u8>, Vec<u64>, Vec<u64>, Vec<u64>) {
+fn freshness_trace() -> TraceColumns {
     let keys = vec![1, 2, 1, 2, 1, 100, 1, 2];
     let ops = vec![OP_READ, OP_READ, OP_WRITE, OP_READ, OP_READ, OP_DELETE, OP_READ, OP_READ];
     let entities = vec![100; 8];

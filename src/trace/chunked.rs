@@ -416,7 +416,7 @@ mod tests {
         ]
     }
 
-    fn append(all: &mut Vec<Vec<u64>>, b: &Batch) {
+    fn append(all: &mut [Vec<u64>], b: &Batch) {
         for (col, new) in all.iter_mut().zip(columns(b)) {
             col.extend(new);
         }

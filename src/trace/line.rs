@@ -278,7 +278,10 @@ pub fn printable(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn read(format: TextFormat, line: &str) -> Result<Option<(Vec<u8>, Vec<Vec<u8>>)>, String> {
+    /// A line's command: its name and its arguments.
+    type Read = (Vec<u8>, Vec<Vec<u8>>);
+
+    fn read(format: TextFormat, line: &str) -> Result<Option<Read>, String> {
         let mut p = LineParser::new(format);
         let mut got = None;
         p.parse(line.as_bytes(), true, |c| got = Some((c.name.to_vec(), c.args.iter().map(|a| a.to_vec()).collect())))?;
