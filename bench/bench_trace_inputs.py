@@ -14,6 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))  # this checkout's cachescope (for --profile, which runs it in this process)
 
 import parse_capture  # noqa: E402
 from common import machine, machine_line, run_with_peak  # noqa: E402
