@@ -1,7 +1,8 @@
 //! Which cache keys belong to which Redis key and which field: how a `DEL entity` or a batch refresh of one
 //! feature reaches every `(entity, field)` entry a cache may hold. Built from the events before the runs see
 //! them (or beside them, in a batch where no run can consult it: `consulted_by`), shared read-only by all
-//! runs. Memory: about 40 bytes per unique cache key listed, when writes are modelled.
+//! runs. Memory, when writes are modelled: 8 bytes per unique cache key listed (10-18 more where its Redis key
+//! has over `SCAN_MAX` of them), and ~60 per Redis key.
 
 use super::events::Events;
 use crate::hash::{mix64, KeyMap, KeySet};
@@ -9,16 +10,49 @@ use crate::trace::reader::OP_READ;
 
 #[derive(Default)]
 pub struct Membership {
-    /// Cache keys listed in `by_entity`.
-    seen: KeySet,
     /// (cache key, field) pairs listed in `by_field`, hashed: at entity granularity one cache key (the whole
     /// hash) holds many fields, and a refresh of any of them reaches it.
     seen_in_field: KeySet,
-    /// Cache keys of each Redis key, for keys whose cache entries are per field.
-    by_entity: KeyMap<Vec<u64>>,
+    /// Cache keys of each Redis key, for keys whose cache entries are per field: `members[by_entity[key]]`.
+    by_entity: KeyMap<usize>,
+    members: Vec<Members>,
+    /// The Redis key of the last event listed, and its place in `members` (a command's events share it).
+    last: Option<(u64, usize)>,
     /// Cache keys of each field that a refresh schedule names.
     by_field: KeyMap<Vec<u64>>,
     scheduled_fields: KeySet,
+}
+
+/// The field-level cache keys of one Redis key, in the order first seen. Each key's place is looked for among
+/// its own key's members, not in one set of every key of the trace: the events of a command are fields of one
+/// key, whose members stay in the processor's cache from one event to the next, where a lookup in a set of
+/// every key waited on memory at each event.
+#[derive(Default)]
+struct Members {
+    keys: Vec<u64>,
+    /// The same keys as a set, once there are more than `SCAN_MAX` (a few are quicker to look through).
+    index: Option<Box<KeySet>>,
+}
+
+/// Members looked through one by one up to this many.
+const SCAN_MAX: usize = 8;
+
+impl Members {
+    /// Lists `key`; true if it was not listed yet.
+    #[inline]
+    fn add(&mut self, key: u64) -> bool {
+        let new = match &mut self.index {
+            Some(set) => set.insert(key),
+            None => !self.keys.contains(&key),
+        };
+        if new {
+            self.keys.push(key);
+            if self.index.is_none() && self.keys.len() > SCAN_MAX {
+                self.index = Some(Box::new(self.keys.iter().copied().collect()));
+            }
+        }
+        new
+    }
 }
 
 impl Membership {
@@ -28,10 +62,21 @@ impl Membership {
 
     #[inline]
     pub fn observe(&mut self, key: u64, entity: u64, field: u64) {
-        // A plain key (a GET's, or any at entity granularity) belongs to no other key: it takes no place in
-        // `seen`, a set as large as the keys.
-        if key != entity && self.seen.insert(key) {
-            self.by_entity.entry(entity).or_default().push(key);
+        // A plain key (a GET's, or any at entity granularity) belongs to no other key.
+        if key != entity {
+            let at = match self.last {
+                Some((e, at)) if e == entity => at,
+                _ => {
+                    let members = &mut self.members;
+                    let at = *self.by_entity.entry(entity).or_insert_with(|| {
+                        members.push(Members::default());
+                        members.len() - 1
+                    });
+                    self.last = Some((entity, at));
+                    at
+                }
+            };
+            self.members[at].add(key);
         }
         let scheduled = field != 0 && !self.scheduled_fields.is_empty() && self.scheduled_fields.contains(&field);
         if scheduled && self.seen_in_field.insert(key ^ mix64(field)) {
@@ -62,7 +107,7 @@ impl Membership {
 
     /// Every field-level cache key seen under `entity` (the entity's own key not included).
     pub fn entity_members(&self, entity: u64) -> &[u64] {
-        self.by_entity.get(&entity).map_or(&[], Vec::as_slice)
+        self.by_entity.get(&entity).map_or(&[], |&at| self.members[at].keys.as_slice())
     }
 
     pub fn field_members(&self, field: u64) -> &[u64] {
@@ -90,5 +135,29 @@ mod tests {
         }
         assert_eq!(m.entity_members(2), &[] as &[u64]);
         assert_eq!((m.field_members(7), m.field_members(8)), (&[100, 2][..], &[2][..]));
+    }
+
+    /// Keys of Redis keys whose events interleave, some with more members than are looked through one by one:
+    /// each key listed once, in the order first seen, under its own Redis key only.
+    #[test]
+    fn keys_of_interleaved_redis_keys_are_listed_once_in_first_seen_order() {
+        let mut m = Membership::new([]);
+        let sizes = [(1u64, 3u64), (2, SCAN_MAX as u64 + 5), (3, 40)];
+        for round in 0..3 {
+            for k in 0..40 {
+                for &(entity, size) in &sizes {
+                    // Fields come in a different order in each round; entity e's field f is key e * 1000 + f.
+                    let f = (k * 7 + round * 3) % 40;
+                    if f < size {
+                        m.observe(entity * 1000 + f, entity, f + 1);
+                    }
+                }
+            }
+        }
+        for (entity, size) in sizes {
+            let first_seen: Vec<u64> = (0..40).map(|k| (k * 7) % 40).filter(|&f| f < size).map(|f| entity * 1000 + f).collect();
+            assert_eq!(m.entity_members(entity), &first_seen[..], "Redis key {entity}");
+        }
+        assert_eq!(m.entity_members(4), &[] as &[u64]);
     }
 }
