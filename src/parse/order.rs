@@ -50,7 +50,7 @@ impl Reorder {
     /// sorted. With `all`, everything goes (the capture ended).
     pub fn release(&mut self, held: RowBatch, pending: Option<i64>, now: i64, all: bool) -> RowBatch {
         // A command's rows are made together and share their key: its commands are sorted, not its rows (a
-        // feature store's HMGET is dozens of rows; sorting rows was a tenth of the parser's time).
+        // feature store's HMGET is dozens of rows; sorting them one by one was 5-6% of the parser's time).
         let mut runs = runs_of(&held);
         // Stable: equal keys (two runs of one command) keep the order they were made in.
         runs.sort_by_key(|r| (r.ts, r.conn, r.req));

@@ -190,18 +190,18 @@ type HeldRow = (i64, u32, u64, Vec<u8>);
 /// The rows `release` lets go and keeps, in order: what sorting every row by its key, stably, gives (the
 /// release before it sorted commands instead of rows).
 fn released_by_row(held: &crate::parse::RowBatch, limit: i64) -> (Vec<HeldRow>, Vec<HeldRow>) {
-    let row = |i: usize| {
-        let key = held.key_data[held.key_offsets[i] as usize..held.key_offsets[i + 1] as usize].to_vec();
-        (held.ts_ns[i], held.conn[i], held.req[i], key)
-    };
     let mut order: Vec<usize> = (0..held.len()).collect();
     order.sort_by_key(|&i| (held.ts_ns[i], held.conn[i], held.req[i]));
     let (gone, kept): (Vec<usize>, Vec<usize>) = order.into_iter().partition(|&i| held.ts_ns[i] < limit);
-    (gone.into_iter().map(row).collect(), kept.into_iter().map(row).collect())
+    (gone.into_iter().map(|i| held_row(held, i)).collect(), kept.into_iter().map(|i| held_row(held, i)).collect())
+}
+
+fn held_row(b: &crate::parse::RowBatch, i: usize) -> HeldRow {
+    (b.ts_ns[i], b.conn[i], b.req[i], b.key_data[b.key_offsets[i] as usize..b.key_offsets[i + 1] as usize].to_vec())
 }
 
 fn rows_of(b: &crate::parse::RowBatch) -> Vec<HeldRow> {
-    (0..b.len()).map(|i| (b.ts_ns[i], b.conn[i], b.req[i], b.key_data[b.key_offsets[i] as usize..b.key_offsets[i + 1] as usize].to_vec())).collect()
+    (0..b.len()).map(|i| held_row(b, i)).collect()
 }
 
 proptest! {
