@@ -4,10 +4,9 @@
 //! up. The caller asks for each batch; the worker parses at most one batch beyond the one being handed out,
 //! so at most two batches exist besides the caller's (memory stays bounded). At the start the caller may ask
 //! for a few batches at once (`head_start`): parse.py asks before it imports numpy and pyarrow, so that the
-//! parse and its start-up overlap too. With each batch comes the
-//! parser's state when that batch was cut (counters, offset, new command names), so what the
-//! caller reads alongside a batch is what the plain parser would have shown at that point, and an error
-//! arrives at the same point of the stream with the same message.
+//! parse and its start-up overlap too. With each batch comes the parser's state when that batch was cut
+//! (counters, offset, new command names), so what the caller reads alongside a batch is what the plain parser
+//! would have shown at that point, and an error arrives at the same point of the stream with the same message.
 
 use std::collections::BTreeMap;
 use std::io::Read;

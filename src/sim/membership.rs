@@ -5,28 +5,26 @@
 //! has over `SCAN_MAX` of them), and ~60 per Redis key.
 
 use super::events::Events;
-use crate::hash::{mix64, KeyMap, KeySet};
+use crate::hash::{KeyMap, KeySet};
 use crate::trace::reader::OP_READ;
 
 #[derive(Default)]
 pub struct Membership {
-    /// (cache key, field) pairs listed in `by_field`, hashed: at entity granularity one cache key (the whole
-    /// hash) holds many fields, and a refresh of any of them reaches it.
-    seen_in_field: KeySet,
     /// Cache keys of each Redis key, for keys whose cache entries are per field: `members[by_entity[key]]`.
     by_entity: KeyMap<usize>,
     members: Vec<Members>,
     /// The Redis key of the last event listed, and its place in `members` (a command's events share it).
     last: Option<(u64, usize)>,
-    /// Cache keys of each field that a refresh schedule names.
-    by_field: KeyMap<Vec<u64>>,
+    /// Cache keys of each field that a refresh schedule names: at entity granularity one cache key (the whole
+    /// hash) holds many fields, and a refresh of any of them reaches it.
+    by_field: KeyMap<Members>,
     scheduled_fields: KeySet,
 }
 
-/// The field-level cache keys of one Redis key, in the order first seen. Each key's place is looked for among
-/// its own key's members, not in one set of every key of the trace: the events of a command are fields of one
-/// key, whose members stay in the processor's cache from one event to the next, where a lookup in a set of
-/// every key waited on memory at each event.
+/// The cache keys listed under one Redis key (or one refreshed field), in the order first seen. Each key's
+/// place is looked for among its own Redis key's members, not in one set of every key of the trace: the events
+/// of a command are fields of one key, whose members stay in the processor's cache from one event to the next,
+/// where a lookup in a set of every key waited on memory at each event.
 #[derive(Default)]
 struct Members {
     keys: Vec<u64>,
@@ -38,9 +36,9 @@ struct Members {
 const SCAN_MAX: usize = 8;
 
 impl Members {
-    /// Lists `key`; true if it was not listed yet.
+    /// Lists `key` unless it is listed already.
     #[inline]
-    fn add(&mut self, key: u64) -> bool {
+    fn add(&mut self, key: u64) {
         let new = match &mut self.index {
             Some(set) => set.insert(key),
             None => !self.keys.contains(&key),
@@ -51,7 +49,6 @@ impl Members {
                 self.index = Some(Box::new(self.keys.iter().copied().collect()));
             }
         }
-        new
     }
 }
 
@@ -79,8 +76,8 @@ impl Membership {
             self.members[at].add(key);
         }
         let scheduled = field != 0 && !self.scheduled_fields.is_empty() && self.scheduled_fields.contains(&field);
-        if scheduled && self.seen_in_field.insert(key ^ mix64(field)) {
-            self.by_field.entry(field).or_default().push(key);
+        if scheduled {
+            self.by_field.entry(field).or_default().add(key);
         }
     }
 
@@ -111,7 +108,7 @@ impl Membership {
     }
 
     pub fn field_members(&self, field: u64) -> &[u64] {
-        self.by_field.get(&field).map_or(&[], Vec::as_slice)
+        self.by_field.get(&field).map_or(&[], |m| m.keys.as_slice())
     }
 }
 
