@@ -782,6 +782,16 @@ impl Simulation {
         self.inner.add_lru_curve(&capacities, unit, window_columns).map_err(value_err)
     }
 
+    /// Adds the exact LRU curve of a fleet of `pods` caches routed by `route` (as `add_fleet` routes), at
+    /// `capacities` per pod. Before the first `feed`.
+    #[pyo3(signature = (capacities, pods, route, entry_overhead=None, window_columns=64, seed=0))]
+    fn add_fleet_lru_curve(&mut self, capacities: Vec<u64>, pods: u32, route: &str, entry_overhead: Option<u32>,
+                           window_columns: usize, seed: u64) -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        let route = crate::fleet::Route::parse(route, seed).map_err(value_err)?;
+        self.inner.add_fleet_lru_curve(&capacities, unit, window_columns, pods, route).map_err(value_err)
+    }
+
     /// One dict per curve: `capacities` (sorted), and at each capacity `hits`, `bytes_hit`,
     /// `commands_served`; `lookups`, `bytes_looked_up`, `commands`; `window_capacities` and `window_hits`,
     /// hits per window at each of them (uint64[windows, window_capacities]).
@@ -799,6 +809,10 @@ impl Simulation {
                 };
                 let d = PyDict::new(py);
                 d.set_item("method", "exact")?;
+                if let Some((pods, route)) = curve.fleet_shape() {
+                    d.set_item("pods", pods)?;
+                    d.set_item("route", route)?;
+                }
                 let c = curve.counts();
                 let columns = curve.window_capacities();
                 let n = columns.len();
@@ -837,6 +851,12 @@ impl Simulation {
     #[getter]
     fn unique_reads(&self) -> Option<usize> {
         self.inner.unique_reads()
+    }
+
+    /// Every entry-capacity run and fleet pod reports `resident_bytes_peak` from now on: the largest bytes
+    /// its cache held, each entry weighing value + key + field + `entry_overhead` bytes. Before the first `feed`.
+    fn track_resident_bytes(&mut self, entry_overhead: u32) {
+        self.inner.track_resident_bytes(entry_overhead);
     }
 
     /// One dict per run: policy, capacity, resident, every counter, the restart times applied,
@@ -890,6 +910,9 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
         d.set_item(name, value)?;
     }
     d.set_item("restart_times", r.restart_times().to_vec())?;
+    if let Some(peak) = r.resident_bytes_peak() {
+        d.set_item("resident_bytes_peak", peak)?;
+    }
     // Per field hash: (field, entries its refreshes dropped, lookups that missed because of them).
     let refresh: Vec<(u64, u64, u64)> = r.refresh_by_field().iter().map(|(f, c)| (*f, c.dropped, c.refetched)).collect();
     d.set_item("refresh_by_field", refresh)?;

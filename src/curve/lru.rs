@@ -4,9 +4,15 @@
 //! round trips saved (likewise, over every lookup of a batch: `RoundTrips`), and per timeline window (the
 //! capacity x time heatmap). Memory: the stack (a few words per unique key) plus one bucket per capacity and
 //! window.
+//!
+//! A fleet's curve is the same with a stack per pod. Routing never depends on what a cache holds, so each
+//! pod's LRU is a stack algorithm over its own share of the lookups: a lookup's depth in its pod's stack says
+//! at which capacities per pod it hits, and a command or round trip reaching several pods is served at every
+//! capacity its deepest lookup, in whichever pod, fits. Writes reach every pod, as they do a fleet's runs.
 
 use super::stack::Stack;
 use super::walk::{walk, Observer};
+use crate::fleet::{Route, Router};
 use crate::sim::events::{Events, UNKNOWN_SIZE};
 use crate::sim::options::{Options, Unit, WriteMode};
 use crate::sim::{Membership, RoundTrips};
@@ -34,7 +40,11 @@ pub struct LruCurve {
     /// The timeline keeps every `window_stride`-th capacity (the first included): a fine curve needs many
     /// capacities, a heatmap only enough to draw, and its memory is capacities x windows.
     pub window_stride: usize,
-    stack: Stack,
+    /// One stack per pod (one for a single cache; the client route's grow with the clients seen).
+    stacks: Vec<Stack>,
+    /// The fleet's routing, None for a single cache.
+    router: Option<Router>,
+    pods: u32,
     counts: CurveCounts,
     open_window: Vec<u64>,
     open_window_lookups: u64,
@@ -60,7 +70,9 @@ impl LruCurve {
         let window_buckets = (capacities.len() - 1) / window_stride + 2;
         Ok(LruCurve {
             window_stride,
-            stack: Stack::new(matches!(unit, Unit::Bytes { .. })),
+            stacks: vec![Stack::new(matches!(unit, Unit::Bytes { .. }))],
+            router: None,
+            pods: 1,
             counts: CurveCounts {
                 hits: vec![0; buckets],
                 bytes_hit: vec![0; buckets],
@@ -77,6 +89,23 @@ impl LruCurve {
             capacities,
             unit,
         })
+    }
+
+    /// The curve of a fleet of `pods` caches routed by `route`, capacities per pod (see the module comment).
+    pub fn fleet(capacities: &[u64], unit: Unit, window_columns: usize, pods: u32, route: Route)
+                 -> Result<LruCurve, String> {
+        if pods == 0 && route != Route::Client {
+            return Err("a fleet needs at least one pod".into());
+        }
+        let mut curve = LruCurve::new(capacities, unit, window_columns)?;
+        curve.router = Some(Router::new(route, pods));
+        curve.pods = pods;
+        Ok(curve)
+    }
+
+    /// Pods and route of a fleet's curve; None for a single cache.
+    pub fn fleet_shape(&self) -> Option<(u32, &'static str)> {
+        self.router.as_ref().map(|r| (self.pods.max(self.stacks.len() as u32), r.route.name()))
     }
 
     /// What a stack of `unit` cannot model, if the options ask for it: TTLs and refresh schedules act on each
@@ -147,7 +176,7 @@ impl LruCurve {
 
 impl Observer for LruCurve {
     fn restart(&mut self) {
-        self.stack.clear();
+        self.stacks.iter_mut().for_each(Stack::clear);
     }
 
     fn read(&mut self, ev: &Events, i: usize, opts: &Options) {
@@ -162,8 +191,14 @@ impl Observer for LruCurve {
         let known_value = if value == UNKNOWN_SIZE { 0 } else { value };
         let cacheable = opts.allow.as_ref().is_none_or(|allow| allow.contains(&ev.field(i)));
         let miss = self.capacities.len();
+        // Every read is routed, cached or not, as a fleet's dispatch routes it (round-robin counts requests).
+        let pod = self.router.as_mut().map_or(0, |r| r.pod(ev, i) as usize);
+        if pod >= self.stacks.len() {
+            let bytes = matches!(self.unit, Unit::Bytes { .. });
+            self.stacks.resize_with(pod + 1, || Stack::new(bytes));
+        }
         let bucket = if cacheable {
-            match self.stack.access(ev.keys[i], weight(self.unit, ev, i)) {
+            match self.stacks[pod].access(ev.keys[i], weight(self.unit, ev, i)) {
                 Some(depth) => self.capacities.partition_point(|&c| c < depth),
                 None => miss,
             }
@@ -195,7 +230,9 @@ impl Observer for LruCurve {
     }
 
     fn invalidate(&mut self, key: u64) {
-        self.stack.remove(key);
+        for s in &mut self.stacks {
+            s.remove(key);
+        }
     }
 
     fn change(&mut self, ev: &Events, i: usize) {

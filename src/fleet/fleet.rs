@@ -51,6 +51,8 @@ pub struct Fleet {
     /// `ELSEWHERE`).
     hit_indices: Vec<u32>,
     outcome: Vec<u8>,
+    /// The entry overhead of `track_resident_bytes`, for pods added later.
+    tracks_resident_bytes: Option<u32>,
 }
 
 /// An event's outcome: a lookup that missed (or no lookup), a lookup that hit, a lookup routed to a pod this
@@ -150,6 +152,7 @@ impl Fleet {
             served: Served::default(),
             hit_indices: Vec::new(),
             outcome: Vec::new(),
+            tracks_resident_bytes: None,
         })
     }
 
@@ -234,6 +237,9 @@ impl Fleet {
             let mut run = Run::new(&self.policy, self.capacity, self.unit, &self.params, None)
                 .expect("the fleet's first pods were built with the same arguments");
             run.log_hits();
+            if let Some(overhead) = self.tracks_resident_bytes {
+                run.track_resident_bytes(overhead);
+            }
             self.pods.push(run);
             // The client route has no rolling restart (refused in `new`): a new pod's options are the fleet's.
             self.pod_opts.push(self.template.clone());
@@ -341,6 +347,13 @@ impl Fleet {
     }
 
     /// Each pod's counters.
+    /// Every pod, those the client route adds later included, follows the bytes its cache holds
+    /// (`Run::track_resident_bytes`).
+    pub fn track_resident_bytes(&mut self, entry_overhead: u32) {
+        self.tracks_resident_bytes = Some(entry_overhead);
+        self.pods.iter_mut().for_each(|r| r.track_resident_bytes(entry_overhead));
+    }
+
     pub fn counters(&self) -> Vec<Counters> {
         self.pods.iter().map(Run::counters).collect()
     }

@@ -11,4 +11,4 @@ mod spread;
 
 pub use dispatch::{feed, Dispatch};
 pub use fleet::Fleet;
-pub use route::Route;
+pub use route::{Route, Router};

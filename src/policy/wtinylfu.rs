@@ -54,7 +54,7 @@
 use std::sync::Arc;
 
 use super::sketch::FrequencySketch;
-use super::{Policy, Registered, Spec};
+use super::{Param, Policy, Registered, Spec};
 use crate::hash::{java_hash_code, KeyMap};
 use hashbrown::hash_map::Entry;
 
@@ -117,6 +117,8 @@ pub struct WTinyLfu {
     adjustment: i64,
     /// splitmix64 state, standing in for `ThreadLocalRandom` in `admit`.
     rng: u64,
+    /// Which draw of the admission coin this cache makes (0: the default one); kept across restarts.
+    seed: u64,
 }
 
 impl WTinyLfu {
@@ -128,6 +130,18 @@ impl WTinyLfu {
     /// `Caffeine.newBuilder().maximumWeight(capacity).weigher((k, v) -> size)`.
     pub fn weighted(capacity: u64) -> WTinyLfu {
         Self::with_weighing(capacity, true)
+    }
+
+    /// The same cache drawing its admission coin from another seed: another draw of Caffeine's spread (seed 0
+    /// is the default draw).
+    pub fn seeded(mut self, seed: u64) -> WTinyLfu {
+        self.seed = seed;
+        self.rng = if seed == 0 { ADMIT_SEED } else { ADMIT_SEED ^ crate::hash::mix64(seed) };
+        self
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     fn with_weighing(capacity: u64, weighted: bool) -> WTinyLfu {
@@ -153,6 +167,7 @@ impl WTinyLfu {
             step_size: 0.0,
             adjustment: 0,
             rng: ADMIT_SEED,
+            seed: 0,
         };
         cache.set_maximum_size(capacity.min(i64::MAX as u64) as i64);
         cache
@@ -374,15 +389,31 @@ impl WTinyLfu {
 }
 
 impl Registered for WTinyLfu {
-    const SPEC: Spec = Spec::plain("wtinylfu", "W-TinyLFU", "Caffeine's policy: an LRU window, then a segmented LRU behind a TinyLFU frequency filter, with a hill-climbed window size");
+    const SPEC: Spec = Spec {
+        params: &[Param {
+            name: "seed",
+            default: 0.0,
+            help: "which draw of the random admission (1 in 128 ties) a run makes; 0 is the default draw, and \
+                   a real Caffeine cache makes a different one every run",
+        }],
+        ..Spec::plain("wtinylfu", "W-TinyLFU", "Caffeine's policy: an LRU window, then a segmented LRU behind a TinyLFU frequency filter, with a hill-climbed window size")
+    };
 
-    fn build(capacity: u64, _params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<WTinyLfu, String> {
-        Ok(WTinyLfu::new(capacity))
+    fn build(capacity: u64, params: &[f64], _future: Option<&Arc<[u64]>>) -> Result<WTinyLfu, String> {
+        Ok(WTinyLfu::new(capacity).seeded(admission_seed(params[0])?))
     }
 
     fn emptied(&self) -> WTinyLfu {
-        WTinyLfu::with_weighing(self.maximum as u64, self.weighted)
+        WTinyLfu::with_weighing(self.maximum as u64, self.weighted).seeded(self.seed)
     }
+}
+
+/// The `seed` parameter as a seed: a whole number from 0 to 2^53 (what a float holds exactly).
+fn admission_seed(value: f64) -> Result<u64, String> {
+    if value.fract() != 0.0 || !(0.0..=9_007_199_254_740_992.0).contains(&value) {
+        return Err(format!("wtinylfu: seed must be a whole number from 0 to 2^53, not {value}"));
+    }
+    Ok(value as u64)
 }
 
 impl Policy for WTinyLfu {

@@ -8,6 +8,7 @@ pub mod events;
 mod membership;
 pub mod options;
 mod refresh_cost;
+mod resident_bytes;
 mod round_trips;
 mod run;
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::events::{Events, UNKNOWN_SIZE};
 use super::membership::Membership;
 use super::refresh_cost::{FieldRefreshCost, RefreshCost};
+use super::resident_bytes::ResidentBytes;
 use super::round_trips::RoundTrips;
 use super::options::{Options, Unit, WriteMode};
 use crate::hash::{KeyMap, KeySet};
@@ -76,6 +77,8 @@ struct RunState {
     refresh: Option<Box<RefreshCost>>,
     /// Lookups and hits per field hash, when the caller asked for them (`count_by_field`).
     by_field: Option<KeyMap<FieldHits>>,
+    /// The bytes an entry-capacity cache holds at its largest, when the caller asked (`track_resident_bytes`).
+    resident_bytes: Option<Box<ResidentBytes>>,
 }
 
 /// A feature's lookups and hits in one run.
@@ -97,7 +100,7 @@ impl Run {
                -> Result<Run, String> {
         let policy = match (AnyPolicy::with_params(name, capacity, params, future)?, unit) {
             // Caffeine bounds bytes with maximumWeight and a weigher, a different mode from maximumSize.
-            (AnyPolicy::WTinyLfu(_), Unit::Bytes { .. }) => AnyPolicy::WTinyLfu(WTinyLfu::weighted(capacity)),
+            (AnyPolicy::WTinyLfu(p), Unit::Bytes { .. }) => AnyPolicy::WTinyLfu(WTinyLfu::weighted(capacity).seeded(p.seed())),
             (policy, _) => policy,
         };
         Ok(Run { name: name.to_string(), capacity, unit, policy, st: RunState::default() })
@@ -145,6 +148,23 @@ impl Run {
     /// fields) are then taken through the general loop.
     pub fn count_by_field(&mut self) {
         self.st.by_field.get_or_insert_with(KeyMap::default);
+    }
+
+    /// Follow the bytes the cache holds (value + key + field + `entry_overhead` an entry) to give their peak
+    /// (`resident_bytes_peak`): the memory a cache bounded in entries takes. A byte capacity bounds them itself.
+    pub fn track_resident_bytes(&mut self, entry_overhead: u32) {
+        self.st.resident_bytes = Some(Box::new(ResidentBytes::new(entry_overhead, self.capacity)));
+    }
+
+    /// The largest resident bytes seen (see `track_resident_bytes`); None unless asked for.
+    pub fn resident_bytes_peak(&self) -> Option<u64> {
+        let tracked = self.st.resident_bytes.as_ref()?;
+        Some(with_policy!(&self.policy, p => tracked.peak(p)))
+    }
+
+    /// Whether the run must take the general loop for what it was asked to count.
+    pub fn counts_more_than_hits(&self) -> bool {
+        self.st.by_field.is_some() || self.st.resident_bytes.is_some()
     }
 
     pub fn counts_by_field(&self) -> bool {
@@ -253,6 +273,10 @@ impl Run {
                 // Restarts due before the event at `t` find the cache already empty: they count as one, the
                 // last (a gap of days under `restart_every` would otherwise empty the cache millions of times).
                 let when = last_restart_by(opts, first_ts, t).max(when);
+                if let Some(tracked) = &mut st.resident_bytes {
+                    with_policy!(&self.policy, p => tracked.check(p));
+                    tracked.emptied();
+                }
                 self.policy = self.policy.emptied();
                 st.dirty.clear();
                 st.ttl = Ttl::default();
@@ -376,6 +400,13 @@ impl RunState {
             // Hit or miss is a coin toss to the processor: the counters it moves are added, not branched on.
             let missed = u64::from(!hit);
             self.counters.evictions += missed * (before as u64 + 1).saturating_sub(p.len() as u64);
+            if let Some(tracked) = &mut self.resident_bytes {
+                if !hit {
+                    let weight = known_value.saturating_add(ev.key_bytes(i)).saturating_add(tracked.entry_overhead);
+                    tracked.missed(key, weight);
+                }
+                tracked.looked_up(p);
+            }
             if let (Some(ttl), Some(t), false) = (opts.ttl_ns, ev.ts(i), hit) {
                 self.ttl.queue.push_back((t.saturating_add(ttl), key)); // never wrapped into the past
                 self.ttl.latest.insert(key, t.saturating_add(ttl));

@@ -95,6 +95,14 @@ impl Simulation {
         Ok(())
     }
 
+    /// Adds the exact LRU curve of a fleet of `pods` caches routed by `route`, at `capacities` per pod.
+    pub fn add_fleet_lru_curve(&mut self, capacities: &[u64], unit: Unit, window_columns: usize, pods: u32,
+                               route: Route) -> Result<(), String> {
+        self.check_lru_curve(unit)?;
+        self.curves.push(Curve::Exact(LruCurve::fleet(capacities, unit, window_columns, pods, route)?));
+        Ok(())
+    }
+
     /// Adds a SHARDS estimate of the LRU curve: `samples` disjoint samples of `rate` of the keys each, with at
     /// most `max_keys` keys each if given.
     pub fn add_shards(&mut self, capacities: &[u64], unit: Unit, rate: f64, samples: usize, max_keys: Option<usize>)
@@ -151,6 +159,13 @@ impl Simulation {
         self.runs.iter_mut().for_each(Run::count_by_field);
     }
 
+    /// Every entry-capacity run and fleet pod follows the bytes its cache holds from now on
+    /// (`Run::track_resident_bytes`): the memory the sizing answer gives.
+    pub fn track_resident_bytes(&mut self, entry_overhead: u32) {
+        self.runs.iter_mut().filter(|r| r.unit == Unit::Entries).for_each(|r| r.track_resident_bytes(entry_overhead));
+        self.fleets.iter_mut().filter(|f| f.unit == Unit::Entries).for_each(|f| f.track_resident_bytes(entry_overhead));
+    }
+
     pub fn curves(&self) -> &[Curve] {
         &self.curves
     }
@@ -187,7 +202,7 @@ impl Simulation {
             self.first_ts.get_or_insert(ts[0]);
         }
         let plain = ev.is_plain() && self.opts.is_plain()
-            && self.runs.iter().all(|r| r.unit == Unit::Entries && !r.counts_by_field());
+            && self.runs.iter().all(|r| r.unit == Unit::Entries && !r.counts_more_than_hits());
         // The membership is brought up to date with the batch beside the runs, on a thread of its own, when
         // no run can consult it during the batch; else before them.
         let mut observe_apart = false;

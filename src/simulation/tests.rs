@@ -370,3 +370,81 @@ fn a_whole_key_delete_reaches_fields_seen_in_batches_the_runs_took_beside_the_me
         assert_eq!(c.stale_reads, stale, "{mode:?}");
     }
 }
+
+#[test]
+fn a_fleets_lru_curve_equals_its_fleets_run_apart_at_every_capacity() {
+    // Entities of 4 fields read by commands (one entity each) in batches of 3 commands on 3 connections, with
+    // writes that invalidate: for every route, the fleet's curve at each capacity per pod gives the hits,
+    // commands served and round trips saved of the fleet run at that capacity.
+    use crate::curve::lru::cumulative;
+    use crate::curve::Curve;
+    let n = 60_000usize;
+    let entity_of = |i: usize| crate::hash::mix64((i / 4) as u64 * 7 % 997) % 1_500 + 1;
+    let entities: Vec<u64> = (0..n).map(entity_of).collect();
+    let fields: Vec<u64> = (0..n).map(|i| (i % 4) as u64 + 1).collect();
+    let keys: Vec<u64> = entities.iter().zip(&fields).map(|(e, f)| crate::hash::mix64(e * 16 + f)).collect();
+    let ops: Vec<u8> = (0..n).map(|i| if i % 97 == 13 { OP_WRITE } else { OP_READ }).collect();
+    let reqs: Vec<u64> = (0..n as u64).map(|i| i / 4).collect();
+    let conns: Vec<u64> = (0..n as u64).map(|i| (i / 4) % 3).collect();
+    let batches: Vec<u64> = (0..n as u64).map(|i| i / 36).collect();
+    let capacities = [1u64, 3, 10, 40, 150, 600, 2_500, 10_000];
+    let opts = || Options { writes: WriteMode::Invalidate, ..Options::with_window(1000) };
+    let feed = |sim: &mut Simulation| {
+        let cut = 7_001;
+        for start in (0..n).step_by(cut) {
+            let end = n.min(start + cut);
+            sim.feed(&Events {
+                ops: Some(&ops[start..end]),
+                entities: Some(&entities[start..end]),
+                fields: Some(&fields[start..end]),
+                reqs: Some(&reqs[start..end]),
+                conns: Some(&conns[start..end]),
+                batches: Some(&batches[start..end]),
+                ..Events::reads(&keys[start..end])
+            })
+            .unwrap();
+        }
+    };
+    for (pods, route) in [(5u32, Route::Entity), (4, Route::Random { seed: 0 }), (3, Route::RoundRobin),
+                          (1, Route::Entity)] {
+        let mut curve = Simulation::new(&[], opts(), None).unwrap();
+        curve.add_fleet_lru_curve(&capacities, Unit::Entries, 8, pods, route).unwrap();
+        let mut runs = Simulation::new(&[], opts(), None).unwrap();
+        for &c in &capacities {
+            runs.add_fleet("lru", c, Unit::Entries, &[], pods, route, None).unwrap();
+        }
+        feed(&mut curve);
+        feed(&mut runs);
+        let Curve::Exact(c) = &curve.curves()[0] else { panic!("an exact curve") };
+        assert_eq!(c.fleet_shape(), Some((pods, route.name())));
+        let counts = c.counts();
+        let (hits, served, saved) =
+            (cumulative(&counts.hits), cumulative(&counts.commands_served), cumulative(&counts.round_trips_saved));
+        for (k, fleet) in runs.fleets().iter().enumerate() {
+            let s = fleet.served();
+            let fleet_hits: u64 = fleet.counters().iter().map(|c| c.hits).sum();
+            let at = format!("{} pods, {}, capacity {}", pods, route.name(), capacities[k]);
+            assert_eq!(hits[k], fleet_hits, "hits: {at}");
+            assert_eq!((counts.commands, served[k]), (s.commands, s.commands_served), "commands: {at}");
+            assert_eq!((counts.round_trips, saved[k]), (s.round_trips, s.round_trips_saved), "round trips: {at}");
+        }
+        assert!(hits[0] < hits[capacities.len() - 1], "the trace must reach past the smallest capacity");
+    }
+}
+
+#[test]
+fn resident_bytes_peak_follows_what_the_cache_holds() {
+    // Keys of value sizes 10..=40 into an LRU of 50 entries: the peak never passes 50 of the heaviest, never
+    // falls below 50 of the lightest, and an LRU larger than the keys holds every key's weight once.
+    let keys: Vec<u64> = (0..300_000u64).map(|i| crate::hash::mix64(i) % 400).collect();
+    let sizes: Vec<u32> = keys.iter().map(|k| 10 + (k % 31) as u32).collect();
+    let key_bytes = vec![6u32; keys.len()];
+    let mut sim = Simulation::new(&[RunSpec::entries("lru", 50), RunSpec::entries("lru", 1000)],
+                                  Options::with_window(1000), None).unwrap();
+    sim.track_resident_bytes(100);
+    sim.feed(&Events { value_sizes: Some(&sizes), key_bytes: Some(&key_bytes), ..Events::reads(&keys) }).unwrap();
+    let small = sim.runs()[0].resident_bytes_peak().unwrap();
+    assert!((50 * 116..=50 * 146).contains(&small), "{small}");
+    let all: u64 = (0..400u64).map(|k| 116 + k % 31).sum();
+    assert_eq!(sim.runs()[1].resident_bytes_peak(), Some(all));
+}

@@ -252,3 +252,17 @@ fn weighted_cloud_physics_matches_caffeine() {
         assert!(outside <= 0.05, "capacity {capacity}: {got} hits, Caffeine {lo}..{hi}");
     }
 }
+
+#[test]
+fn seeds_are_other_draws_of_the_admission_and_a_restart_keeps_its_seed() {
+    // A loop slightly longer than the cache, where one early admission decides which keys stay: seeds give
+    // other hit counts; seed 0 is the default draw; an emptied cache draws as a fresh one of its seed.
+    let keys: Vec<u64> = (0..400_000u64).map(|i| crate::hash::mix64(i % 1_100) ^ (i % 7)).collect();
+    let hits = |p: &mut WTinyLfu| keys.iter().filter(|&&k| p.access(k, 1)).count();
+    let by_seed: Vec<usize> = (0..6u64).map(|s| hits(&mut WTinyLfu::new(1_000).seeded(s))).collect();
+    assert_eq!(by_seed[0], hits(&mut WTinyLfu::new(1_000)));
+    assert!(by_seed.iter().any(|&h| h != by_seed[0]), "{by_seed:?}");
+    let mut used = WTinyLfu::new(1_000).seeded(3);
+    hits(&mut used);
+    assert_eq!(hits(&mut used.emptied()), by_seed[3]);
+}
