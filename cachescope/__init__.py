@@ -36,9 +36,16 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+# Results get `.report()` and `.anatomy()` from the report, which reads them (the result never imports it):
+# the package is where the two layers meet.
+_WITH_REPORT = ("simulate_trace", "SimulationResult")
+
+
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'cachescope' has no attribute {name!r}")
+    if name in _WITH_REPORT:
+        importlib.import_module("cachescope.report")
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value

@@ -4,23 +4,26 @@ target's size where it is reachable, else the curve's knee; the single pod equal
 import subprocess
 import sys
 
+import pytest
+
 import cachescope
 from conftest import REPO
 from test_fleet import trace  # noqa: F401  (the fixture)
 
 
-def test_fleets_run_at_the_size_the_curve_gives_for_the_target(trace):  # noqa: F811
+def test_fleets_run_at_the_size_each_answers_for_the_target(trace):  # noqa: F811
     path, _ = trace
     result = cachescope.simulate_trace(path, curve="lru", target="40%", pods="1,3", route="entity")
-    (answer,) = result.sizing.to_dict("records")
-    assert answer["reachable"]
-    assert result.fleet_sizes == [{"policy": "lru", "capacity": answer["capacity"],
-                                   "why": "the size LRU needs for 40%"}]
-    rows = result.summary.to_dict("records")
-    assert sorted((r["pods"], r["capacity"]) for r in rows) == [(1, answer["capacity"]), (3, answer["capacity"])]
-    single = cachescope.simulate_trace(path, lru=[answer["capacity"]]).summary.to_dict("records")[0]
-    one_pod = next(r for r in rows if r["pods"] == 1)
-    assert one_pod["hits"] == single["hits"]
+    answers = {(r["pods"], r["route"]): r for r in result.to_json()["sizing"]}
+    assert set(answers) == {(1, None), (3, "entity")} and all(a["reached"] for a in answers.values())
+    fleet = answers[(3, "entity")]
+    assert result.fleet_sizes == [{"policy": "lru", "pods": 3, "route": "entity", "capacity": fleet["capacity"],
+                                   "why": "the size LRU x3 entity needs for 40%"}]
+    (row,) = result.summary.to_dict("records")
+    assert (row["pods"], row["route"], row["capacity"]) == (3, "entity", fleet["capacity"])
+    assert row["hits"] == round(fleet["hit_rate"] * row["lookups"])
+    # Three sharded pods hold about what one cache three times as large does.
+    assert fleet["capacity"] * 3 == pytest.approx(answers[(1, None)]["capacity"], rel=0.25)
     # The curve is the curve pass's, whole: the fleets did not cut it short.
     assert len(result.curves) > 10 and result.to_json()["fleet_sizes"] == result.fleet_sizes
 
@@ -28,12 +31,13 @@ def test_fleets_run_at_the_size_the_curve_gives_for_the_target(trace):  # noqa: 
 def test_a_target_out_of_reach_gives_the_knee(trace):  # noqa: F811
     path, _ = trace
     result = cachescope.simulate_trace(path, curve="lru", target="99%", pods=2, route="entity,random")
-    (answer,) = result.sizing.to_dict("records")
-    assert not answer["reachable"] and answer["knee_capacity"] is not None
-    assert [s["capacity"] for s in result.fleet_sizes] == [answer["knee_capacity"]]
-    assert "99% is out of reach" in result.fleet_sizes[0]["why"]
+    rows = {(r["pods"], r["route"]): r for r in result.to_json()["sizing"]}
+    assert not any(r["reached"] for r in rows.values())
+    for size in result.fleet_sizes:
+        assert "99% is out of reach" in size["why"]
+        assert size["capacity"] == rows[(2, size["route"])]["knee_capacity"]
     assert {(r["route"], r["capacity"]) for r in result.summary.to_dict("records")} == \
-        {("entity", answer["knee_capacity"]), ("random", answer["knee_capacity"])}
+        {(s["route"], s["capacity"]) for s in result.fleet_sizes}
 
 
 def test_the_summary_and_the_report_say_where_the_size_came_from(trace, tmp):  # noqa: F811
@@ -42,9 +46,9 @@ def test_the_summary_and_the_report_say_where_the_size_came_from(trace, tmp):  #
     proc = subprocess.run([sys.executable, "simulate.py", path, "--curve", "lru", "--target", "40%", "--pods", "2",
                            "--route", "entity", "--report", str(report)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "per pod: the size LRU needs for 40% (no capacity was given" in proc.stdout
+    assert "LRU x2 entity at " in proc.stdout and "the size LRU x2 entity needs for 40%." in proc.stdout
     page = report.read_text()
-    assert "No pods were asked for" not in page and "the pods run at the curve's answer" in page
+    assert "No pods were asked for" not in page and "each fleet runs at its own answer" in page
 
 
 def test_a_pipe_cannot_be_read_twice_for_it():

@@ -11,7 +11,9 @@ from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
+from cachescope.simulate.answer_text import answer_line, best_line, cache_name
 from cachescope.simulate.labels import approx_count, human_bytes, label
+from cachescope.simulate.sizing import CURVE_KEYS, records, route_of
 from cachescope.trace.formats import FORMATS
 from cachescope.trace.readers import GRANULARITIES
 
@@ -190,7 +192,9 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         result.plot(args.plot)
         print(f"wrote the plot to {args.plot}", file=sys.stderr)
     if args.report:
-        result.report(args.report, feature_names=list(names.values()) if names else None)
+        from cachescope.report import write_report
+
+        write_report(result, args.report, feature_names=list(names.values()) if names else None)
         print(f"wrote the report to {args.report}", file=sys.stderr)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
@@ -257,9 +261,11 @@ def format_summary(result) -> str:
     if any("pods" in row for row in rows):
         lines.append("x N ROUTE = a fleet of N pods, each with a cache of that capacity; pods min/med/max = the "
                      "spread of the pods' hit rates; imbalance = the busiest pod's lookups over the mean.")
+    if result.fleet_sizes:
+        lines.append("no capacity was given: each fleet runs at its own answer, confirmed by full runs:")
     for size in result.fleet_sizes:
-        lines.append(f"fleets of {label(size['policy'], size['capacity'], 'entries')} per pod: {size['why']} "
-                     "(no capacity was given: the pods run at the curve's answer).")
+        name = cache_name({"policy": size["policy"], "pods": size["pods"], "route": size["route"]})
+        lines.append(f"  {name} at {int(size['capacity']):,} entries per pod: {size['why']}.")
     if any(name == "warm-up" for name, _, _ in columns):
         lines.append("warm-up / recovery = time until the hit rate over a window is within 5% of the steady rate.")
     return "\n".join(lines)
@@ -299,16 +305,19 @@ def format_curves(result) -> list[str]:
     import numpy as np
 
     lines = []
-    for (policy, unit, method), curve in result.curves.groupby(["policy", "capacity_unit", "method"], sort=False):
+    for (policy, pods, route, unit, method), curve in result.curves.groupby(CURVE_KEYS, sort=False, dropna=False):
         fmt = human_bytes if unit == "bytes" else approx_count
-        sized = {int(r["capacity"]) for r in result.sizing.to_dict("records") if r["reachable"]}
+        route = route_of({"route": route})
+        mine = [r for r in records(result.sizing) if (r["policy"], r["pods"], r["route"]) == (policy, pods, route)]
+        sized = {int(r["capacity"]) for r in mine if r.get("reached") and r["capacity"] is not None}
         caps = curve["capacity"].to_numpy()
         decades = {int(caps[min(np.searchsorted(caps, 10**k), len(caps) - 1)]) for k in range(19) if 10**k <= caps[-1]}
         shown = curve[curve["capacity"].isin(decades | sized | {int(caps[0]), int(caps[-1])})]
         if method == "exact":
             how = f"exact, {len(curve):,} capacities in one pass"
             trips = _has_batches(result)
-            lines += ["", f"{POLICIES[policy].label} curve ({how})",
+            name = cache_name({"policy": policy, "pods": pods, "route": route})
+            lines += ["", f"{name} curve ({how}{', capacity per pod' if route else ''})",
                       f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}" + ("  trips saved" if trips else "")]
             for row in shown.to_dict("records"):
                 lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}"
@@ -321,29 +330,9 @@ def format_curves(result) -> list[str]:
         for row in shown.to_dict("records"):
             band = f"{row['hit_rate_low']:.2%} - {row['hit_rate_high']:.2%}"
             lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {band:>17}")
-    for row in result.sizing.to_dict("records"):
-        fmt = human_bytes if row["capacity_unit"] == "bytes" else (lambda n: f"{int(n):,} entries")
-        name = POLICIES[row["policy"]].label
-        if not row["reachable"]:
-            lines.append(f"{name} for {row['target']:.0%}: out of reach; even an infinite cache reaches only "
-                         f"{row['bound_hit_rate']:.2%}")
-            continue
-        memory = ""
-        if row["capacity_unit"] == "entries" and not _missing(row.get("capacity_bytes")):
-            memory = f" (~{human_bytes(row['capacity_bytes'])} at the mean entry size and the entry overhead)"
-        per_s = ""
-        if not _missing(row.get("lookups_saved_per_s")):
-            per_s = f"; saves {row['lookups_saved_per_s']:,.0f} lookups/s"
-        if not _missing(row.get("round_trips_saved_per_s")):
-            per_s += f" and {row['round_trips_saved_per_s']:,.0f} round trips/s"
-        if row["method"] != "exact":
-            name += f" ({row['method']})"
-        if not _missing(row.get("warmup_s")):
-            per_s += f"; warms up in {_duration(row['warmup_s'])}"
-        knee = row.get("knee_capacity")
-        size = fmt(row["capacity"]) + (" or less (the curve starts there)" if row.get("at_curve_start") else "")
-        lines.append(f"{name} for {row['target']:.0%}: {size} per pod{memory} -> "
-                     f"{row['hit_rate']:.2%}{per_s}" + ("" if _missing(knee) else f"; knee at {fmt(knee)}"))
+    overhead = result.request.get("entry_overhead")
+    lines += [answer_line(row, overhead) for row in records(result.sizing)]
+    lines += [best_line(row) for row in result.best if len(result.sizing) > 1]
     return lines
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from cachescope.report.markup import is_missing
 from cachescope.simulate.registry import POLICIES
+from cachescope.simulate.sizing import records
 
 
 @dataclass
@@ -37,17 +38,17 @@ class Context:
 def _chosen_size(result):
     """The size an engineer would pick from this run: the first sizing answer (an LRU curve's first), else the
     largest single cache simulated in entries."""
-    rows = [r for r in result.sizing.to_dict("records") if r.get("reachable") and r["capacity_unit"] == "entries"] \
-        if len(result.sizing) else []
-    rows.sort(key=lambda r: (r["policy"] != "lru", r["method"] != "exact"))
+    rows = [r for r in records(result.sizing) if r.get("reached", r.get("reachable")) and r["route"] is None
+            and r["capacity_unit"] == "entries"] if len(result.sizing) else []
+    rows.sort(key=lambda r: r["policy"] != "lru")
     if rows:
         r = rows[0]
         return {"policy": r["policy"], "capacity": int(r["capacity"]),
                 "why": f"the size {POLICIES[r['policy']].label} needs for {r['target']:.0%}"}
     # No target reached: the knee, past which doubling the cache gains less than a point.
-    knees = [r for r in result.sizing.to_dict("records") if not r.get("reachable")
+    knees = [r for r in records(result.sizing) if not r.get("reached", r.get("reachable")) and r["route"] is None
              and r["capacity_unit"] == "entries" and not is_missing(r.get("knee_capacity"))] if len(result.sizing) else []
-    knees.sort(key=lambda r: (r["policy"] != "lru", r["method"] != "exact"))
+    knees.sort(key=lambda r: r["policy"] != "lru")
     if knees:
         r = knees[0]
         return {"policy": r["policy"], "capacity": int(r["knee_capacity"]),

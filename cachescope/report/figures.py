@@ -92,36 +92,34 @@ def timeline(result) -> str:
 
 
 def answer_timeline(result, rows: list[dict]) -> str:
-    """Without single runs, the hit rate over time at each sizing answer, from the exact curve's timeline (at
-    the smallest of its timeline capacities at or above the answer), the bound dashed, warm-up marked."""
+    """Without single runs, the hit rate over time of each sizing answer's own full run (at the capacity it
+    answers, a fleet's over all its pods), the bound dashed, warm-up marked."""
+    from cachescope.simulate.answer_text import cache_name
     from cachescope.simulate.registry import INFINITE
     from cachescope.simulate.style import legend_below
 
     fig, ax = figure(1, 1, (10, 4.2))
     from cachescope.simulate.plot import without_short_tail
 
-    heat, tl = without_short_tail(result.curve_timeline, result.window), without_short_tail(result.timeline, result.window)
-    clock = result.has_clock and "seconds" in heat
+    runs, tl = without_short_tail(result.answer_timeline, result.window), without_short_tail(result.timeline, result.window)
+    clock = result.has_clock and "seconds" in runs
     x, scale, unit = ("seconds", 60.0, "minutes") if clock else ("end_lookup", 1.0, "lookups")
-    if clock and float(heat["seconds"].max()) < 120:
+    if clock and float(runs["seconds"].max()) < 120:
         scale, unit = 1.0, "seconds"
     bound = tl[tl["policy"] == INFINITE.name]
     ax.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1,
             label="infinite (bound)")
     ends = []
     for i, row in enumerate(rows):
-        mine = heat[(heat["policy"] == row["policy"]) & (heat["capacity_unit"] == row["capacity_unit"])]
-        columns = np.sort(mine["capacity"].unique())
-        above = columns[columns >= row["capacity"]]
-        column = above[0] if len(above) else columns[-1]
-        at = mine[mine["capacity"] == column].sort_values("window")
+        same = runs["route"].isna() if row["route"] is None else (runs["route"] == row["route"]) & (runs["pods"] == row["pods"])
+        at = runs[(runs["policy"] == row["policy"]) & same & (runs["target"] == row["target"])].sort_values("window")
         xs, ys = at[x].to_numpy(dtype=float) / scale, at["hit_rate"].to_numpy(dtype=float) * 100
-        name = f"{label(row['policy'], column, row['capacity_unit'])} (for {row['target']:.0%})"
-        ax.plot(xs, ys, color=run_color(i), linewidth=1.5)
+        name = f"{cache_name(row)} {approx_count(row['capacity'])} (for {row['target']:.0%})"
+        ax.plot(xs, ys, color=run_color(i), linewidth=1.5, linestyle="-" if row["route"] is None else "--")
         if len(xs):
             ends.append((xs[-1], ys[-1], name, run_color(i)))
         warm = row.get("warmup_s")
-        if clock and warm is not None and warm == warm:
+        if clock and warm is not None and warm == warm and len(xs) and row["route"] is None:
             k = min(int(np.searchsorted(xs, warm / scale)), len(xs) - 1)
             ax.plot([xs[k]], [ys[k]], marker="D", markersize=5, color=run_color(i), markeredgecolor="white",
                     linestyle="none", label="end of warm-up" if i == 0 else None)

@@ -8,44 +8,34 @@ from cachescope.report.anatomy_section import anatomy_section  # noqa: F401  (pa
 from cachescope.report.context import Context
 from cachescope.report.markup import duration, esc, facts, is_missing, missing, pct, section, table
 from cachescope.simulate.labels import approx_count, human_bytes, label
+from cachescope.simulate.answer_text import answer_line, best_line, cache_name
 from cachescope.simulate.registry import POLICIES
+from cachescope.simulate.sizing import records
 
 
 # --- the answer ------------------------------------------------------------------------------------------
 
-def sizing_sentence(row: dict) -> str:
-    name = POLICIES[row["policy"]].label + ("" if row["method"] == "exact" else f" ({row['method']})")
-    if not row["reachable"]:
-        return (f"{name} for {row['target']:.0%}: out of reach; even an infinite cache reaches only "
-                f"{row['bound_hit_rate']:.1%}.")
-    unit = row["capacity_unit"]
-    size = human_bytes(row["capacity"]) if unit == "bytes" else f"{int(row['capacity']):,} entries"
-    if row.get("at_curve_start"):
-        size += " or less"
-    text = f"{name} for {row['target']:.0%}: {size} per pod"
-    if unit == "entries" and not is_missing(row.get("capacity_bytes")):
-        text += f" (~{human_bytes(row['capacity_bytes'])})"
-    text += f", expect {row['hit_rate']:.1%}"
-    if not is_missing(row.get("lookups_saved_per_s")):
-        text += f"; saves {row['lookups_saved_per_s']:,.0f} lookups/s"
-    if not is_missing(row.get("round_trips_saved_per_s")):
-        text += f" and {row['round_trips_saved_per_s']:,.0f} Redis round trips/s"
-    if not is_missing(row.get("warmup_s")):
-        text += f"; warms up in {duration(row['warmup_s'])}"
-    if not is_missing(row.get("knee_capacity")):
-        fmt = human_bytes if unit == "bytes" else (lambda n: f"{int(n):,} entries")
-        text += f"; knee at {fmt(row['knee_capacity'])}"
-    return text + "."
+def sizing_sentence(row: dict, overhead: int | None = None) -> str:
+    return _sentence(answer_line(row, overhead))
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
 
 
 def answer(ctx: Context) -> str:
+    """The decision first: the cheapest cache or fleet that reaches each target (or the best that does not),
+    then every answer it was chosen from; without a target, the best cache or fleet simulated."""
     r = ctx.result
-    lines = [sizing_sentence(row) for row in r.sizing.to_dict("records")] if len(r.sizing) else []
+    overhead = r.request.get("entry_overhead")
+    lines = [_sentence(best_line(row)) for row in r.best]
+    lines += [sizing_sentence(row, overhead) for row in records(r.sizing)] if len(r.sizing) else []
     fleets = [row for row in r.summary_records() if "pods" in row]
-    if fleets:
+    if fleets and not r.best:
         best = max(fleets, key=lambda row: (row["hit_rate"], -row["pods"]))
-        lines.append(f"Best fleet simulated: {label(best['policy'], best['capacity'], best['capacity_unit'])} "
-                     f"in each of {best['pods']} pods, routed by {best['route']}: {best['hit_rate']:.1%} "
+        lines.append(f"Highest fleet simulated (no target was given, so no cost was weighed): "
+                     f"{label(best['policy'], best['capacity'], best['capacity_unit'])} in each of {best['pods']} "
+                     f"pods, routed by {best['route']}: {best['hit_rate']:.1%} "
                      f"(pods {best['pod_hit_rate_min']:.1%} to {best['pod_hit_rate_max']:.1%}).")
     if not lines:
         runs = r.summary_records()
@@ -115,7 +105,8 @@ def sizing_section(ctx: Context) -> str:
             "hit rate at every capacity, the knee and the size that reaches the target."))
     body = figures.curves(r)
     if len(r.sizing):
-        body += "<ul>" + "".join(f"<li>{esc(sizing_sentence(row))}</li>" for row in r.sizing.to_dict("records")) \
+        body += "<ul>" + "".join(f"<li>{esc(sizing_sentence(row, r.request.get('entry_overhead')))}</li>"
+                                 for row in records(r.sizing)) \
             + "</ul>"
     else:
         body += missing("No target was given (--target 70%): the curve is drawn, no size is picked.")
@@ -153,16 +144,16 @@ def assumptions(ctx: Context) -> list[str]:
 def timeline_section(ctx: Context) -> str:
     r = ctx.result
     if not len(r.summary):
-        answers = [row for row in r.sizing.to_dict("records") if row.get("reachable") and row["method"] == "exact"] \
+        answers = [row for row in records(r.sizing) if row.get("reached") and row["capacity_unit"] == "entries"] \
             if len(r.sizing) else []
-        if not answers or r.curve_timeline.empty:
+        if not answers or r.answer_timeline is None or r.answer_timeline.empty:
             return section("timeline", "Hit rate over time", missing(
-                "Only curves were asked for, and no exact answer to draw: give --lru N (the chosen size) to draw "
-                "its hit rate over time."))
+                "Only curves were asked for, and no confirmed answer to draw (the input was read once): give "
+                "--lru N (the chosen size) to draw its hit rate over time."))
         body = figures.answer_timeline(r, answers)
-        body += ("<p>The exact curve's hit rate over time at the size each answer picked (the nearest of the "
-                 "capacities whose timeline the curve keeps, at or above it). --lru N simulates that size as a "
-                 "cache of its own, with warm-up, deploys and recovery in a table.</p>")
+        body += ("<p>The hit rate over time of each answer's own full run, at the capacity the answer gives (a "
+                 "fleet's over all its pods). --lru N simulates a size as a cache of its own, with warm-up, "
+                 "deploys and recovery in a table.</p>")
         if not r.has_clock:
             body = missing("This trace has no clock: the hit rate is drawn against lookups.") + body
         return section("timeline", "Hit rate over time", body)
@@ -215,8 +206,8 @@ def fleet_section(ctx: Context) -> str:
                      + ([pct(row.get("round_trips_saved_rate"))] if batches else [])
                      + [f"{pct(row['pod_hit_rate_min'])} / {pct(row['pod_hit_rate_median'])} / "
                         f"{pct(row['pod_hit_rate_max'])}", f"{row['load_imbalance']:.2f}", memory])
-    body = "".join(f"<p>Fleets of {esc(label(s['policy'], s['capacity'], 'entries'))} per pod: {esc(s['why'])} "
-                   "(no capacity was given: the pods run at the curve's answer).</p>" for s in getattr(r, "fleet_sizes", []))
+    body = "".join(f"<p>{esc(cache_name(s))} at {int(s['capacity']):,} entries per pod: {esc(s['why'])} (no "
+                   "capacity was given: each fleet runs at its own answer).</p>" for s in getattr(r, "fleet_sizes", []))
     body += table(cols, cells)
     if len({row["pods"] for row in rows}) > 1 or len(rows) > 1:
         body += figures.fleets(rows)

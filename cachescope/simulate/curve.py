@@ -108,7 +108,7 @@ def _log_spaced(low: int, high: int, points: int) -> list[int]:
 
 def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The curve (one row per capacity) and its timeline (one row per window and timeline capacity) from the
-    core's counts. Capacities past the point where every capacity holds every unique key are dropped: the
+    core's counts; a fleet's curve has its `pods` and `route` (1 and None for a single cache). Capacities past the point where every capacity holds every unique key are dropped: the
     curve is flat there, at the infinite bound."""
     import pandas as pd
     rows, heat = [], []
@@ -117,8 +117,11 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
         hits = np.asarray(curve["hits"], dtype=np.int64)
         keep = _useful(caps, hits, unit, unique_keys)
         lookups, commands, looked = curve["lookups"], curve["commands"], curve["bytes_looked_up"]
+        pods, route = curve.get("pods", 1), curve.get("route")
         frame = pd.DataFrame({
             "policy": "lru",
+            "pods": pods,
+            "route": route,
             "capacity_unit": unit,
             "method": "exact",
             "sample_rate": 1.0,
@@ -144,8 +147,8 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
         shown = columns <= caps[keep].max() if keep.any() else columns < 0
         columns, window_hits = columns[shown], window_hits[:, shown] if window_hits.size else window_hits
         for w, counts in enumerate(window_hits):
-            heat.append(pd.DataFrame({"policy": "lru", "capacity_unit": unit, "window": w,
-                                      "capacity": columns, "hits": counts}))
+            heat.append(pd.DataFrame({"policy": "lru", "pods": pods, "route": route, "capacity_unit": unit,
+                                      "window": w, "capacity": columns, "hits": counts}))
     curves = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     timeline = pd.concat(heat, ignore_index=True) if heat else pd.DataFrame()
     return curves, timeline
@@ -175,6 +178,8 @@ def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int
         keep = _useful(caps, np.round(mean * lookups).astype(np.int64), unit, unique_keys)
         frames.append(pd.DataFrame({
             "policy": policy,
+            "pods": 1,
+            "route": None,
             "capacity_unit": unit,
             "method": curve["method"],
             "sample_rate": rate,

@@ -13,7 +13,7 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.progress import progress_bar
 from cachescope.simulate import options as opt
-from cachescope.simulate.capacity import parse_capacities
+from cachescope.simulate.capacity import Capacity, parse_capacities
 from cachescope.simulate.fleet import parse_pods, parse_routes
 from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, curve_capacities as curve_capacities_of,
                                        minisim_capacities, parse_curve_policies, parse_sample)
@@ -64,6 +64,9 @@ def simulate_trace(
     workers: int | None = None,
     _subset=None,
     _by_field: bool = False,
+    _asks=None,
+    _shapes=None,
+    seeds: int | None = None,
     duration=None,
     csv_spec=None,
     **capacities,
@@ -107,6 +110,11 @@ def simulate_trace(
       SIGTERM or `duration` (`"15m"`), and the answer covers everything read (`result.live_end` says what
       ended it); a progress line gives the hit rates so far.
     - `csv_spec`: the columns of a CSV object trace (libCacheSim's `-t csv` params, or `"twitter"`).
+    - with `target`, every answer (each curve policy, as one cache and as each fleet of `pods` x `route`) is
+      confirmed by full runs of the real policy (confirm.py): `result.sizing` has the smallest capacity per
+      pod whose full run reaches the target, its memory and the byte budget that reaches it, and
+      `result.best` the cheapest fleet per target. `seeds`: draws of W-TinyLFU's random admission run at each
+      capacity (5 unless given); its answer is the smallest capacity whose lowest draw reaches the target.
     """
     call = dict(locals())  # a sweep's tasks run this same call on a part of the work (sweep.py)
     if scheduler is not None or workers:
@@ -119,7 +127,7 @@ def simulate_trace(
     targets = [] if target is None else parse_targets(target)
     if targets and not curve_policies:
         raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
-    runs = _requested_runs(capacities, required=not curve_policies)
+    runs = _requested_runs(capacities, required=not curve_policies and _asks is None)
     what_if = 0
     if one_pod_of is not None:
         if pods is not None or route != "random":
@@ -139,12 +147,22 @@ def simulate_trace(
     if "client" in routes:
         fleets += [(p, c, 0, "client") for p, c in runs]
         source.want_clients = True
+    if _asks is not None:  # a confirming pass (confirm.py): exactly these runs and fleets, nothing else
+        runs = [(a.policy, Capacity(a.capacity, a.unit)) for a in _asks if a.route is None]
+        fleets = [(a.policy, Capacity(a.capacity, a.unit), a.pods, a.route) for a in _asks if a.route is not None]
+        curve_policies, targets = [], []
+        if any(a.route == "client" for a in _asks):
+            source.want_clients = True
+    shapes = _fleet_shapes(fleets, _shapes, what_if)
+    if any(route == "client" for _, route in shapes):
+        source.want_clients = True
     if ("key-pattern" in routes) != (key_pattern is not None):
         raise UsageError("the key-pattern route and --key-pattern REGEX go together")
     source.key_pattern = key_pattern
     if what_if:
         fleets += [(p, c, what_if, "entity") for p, c in runs]
-    if not fleets and not runs and (pods is not None or "client" in routes or what_if) and _subset is None:
+    if not fleets and not runs and (pods is not None or "client" in routes or what_if) and _subset is None \
+            and _asks is None:
         # Fleets asked for with curves but no capacity: they run at the size the curves answer.
         from cachescope.simulate.fleets_at_answer import fleets_at_the_answer
 
@@ -153,8 +171,10 @@ def simulate_trace(
                              "answer, which reads the trace twice, and a FIFO or a pipe can be read only once: "
                              "give the capacity (--lru 10000) or save the trace to a file first")
         sources = getattr(source, "sources", [source])
-        return fleets_at_the_answer(call, _same_trace(call, sources), targets, simulate_trace)
-    if fleets:
+        shapes = [(n, r) for n in ([] if pods is None or what_if else parse_pods(pods)) for r in balanced
+                  if n > 1] + ([(0, "client")] if "client" in routes else [])
+        return fleets_at_the_answer(call, _same_trace(call, sources), targets, simulate_trace, shapes)
+    if fleets and _asks is None:
         runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
     rolling = None
     if rolling_restart_every is not None:
@@ -211,8 +231,9 @@ def simulate_trace(
                              "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
                              "save the trace to a file first")
         future = _next_accesses(_open(trace, format, granularity, ports, csv_spec), allow, progress)
-    native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None, policy_params.get(p, {}))
-                   for p, c in runs]
+    seed_of = _seeds_of(_asks)
+    native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None,
+                    {**policy_params.get(p, {}), **seed_of(p, i, False)}) for i, (p, c) in enumerate(runs)]
     try:
         sim = _native.Simulation(
             native_runs + [(INFINITE.name, 1, None)],
@@ -227,16 +248,19 @@ def simulate_trace(
         )
         if _by_field:
             sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
-        for (policy, cap, n, r), part in zip(fleets, fleet_parts):
+        for i, ((policy, cap, n, r), part) in enumerate(zip(fleets, fleet_parts)):
             sim.add_fleet(policy, cap.value, n, r, entry_overhead if cap.unit == "bytes" else None,
-                          policy_params.get(policy, {}), 0, rolling, n if what_if and r == "entity" else 1, part)
+                          {**policy_params.get(policy, {}), **seed_of(policy, i, True)}, 0, rolling,
+                          n if what_if and r == "entity" else 1, part)
         _add_curves(sim, curve_policies, curve_capacities, curve_caps, curve_unit,
                     entry_overhead if curve_unit == "bytes" else None, parse_sample(sample), sample_keys, salts,
-                    policy_params)
+                    policy_params, shapes)
+        if _asks is not None:
+            sim.track_resident_bytes(entry_overhead)
     except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
         raise UsageError(str(e)) from None
     needs_sizes = any(c.unit == "bytes" for _, c in runs) or any(f[1].unit == "bytes" for f in fleets) \
-        or curve_unit == "bytes"
+        or curve_unit == "bytes" or (_asks is not None and assume_value_size is not None)
     first_ts = None
     live = _live_stop(source, duration)
     with live, _progress_bar(source, progress and not live.active) as bar, _no_gc_pauses():
@@ -268,11 +292,50 @@ def simulate_trace(
     # inputs each their own.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
     result.input_reports = input_reports(source)
-    if curve_policies:
-        result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
     result.request = request_of()
     result.same_trace = _same_trace(call, sources)
+    if curve_policies:
+        result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
+        if targets:
+            from cachescope.simulate.answers import confirm_answers
+
+            confirm_answers(result, shapes, targets, entry_overhead, source.rereadable,
+                            lambda asks: simulate_trace(**result.same_trace, window=window, progress=progress,
+                                                        _asks=asks),
+                            seeds=seeds, value_sizes=_has_value_sizes(sources, assume_value_size),
+                            single_asked=pods is None or 1 in parse_pods(pods))
     return result
+
+
+def _fleet_shapes(fleets, shapes, what_if) -> list:
+    """The fleets a sizing answers for, as (pods, route): those asked for (`shapes`), else those simulated,
+    less the sharded what-if of one pod's capture (an estimate on its own clock) and one-pod fleets (the
+    single cache)."""
+    if shapes is not None:
+        return list(shapes)
+    found = [(n, r) for _, _, n, r in fleets if not (what_if and r == "entity" and n == what_if)]
+    return [s for s in dict.fromkeys(found) if s[0] != 1 or s[1] == "client"]
+
+
+def _seeds_of(asks):
+    """seed_of(policy, index, is_fleet): the `seed` parameter of a confirming pass's run or fleet at that
+    index (a seeded policy's draw), {} otherwise."""
+    if asks is None:
+        return lambda policy, i, fleet: {}
+    runs = [a for a in asks if a.route is None]
+    fleets = [a for a in asks if a.route is not None]
+
+    def seed_of(policy, i, fleet):
+        seed = (fleets if fleet else runs)[i].seed
+        return {} if seed is None else {"seed": float(seed)}
+    return seed_of
+
+
+def _has_value_sizes(sources, assume_value_size) -> bool:
+    """Whether the memory of an entry is known: the trace has value sizes (a capture, a Parquet trace) or
+    one is assumed."""
+    return assume_value_size is not None or all(s.format in ("pcap", "parquet", "oracleGeneral", "csv", "twitter")
+                                                for s in sources)
 
 
 # What a single run needs to see the same lookups as the call's (trace and options, no caches): the report
@@ -358,9 +421,9 @@ def _live_stop(source, duration):
     return LiveStop(None if duration is None else opt.parse_duration(duration) / 1e9, flag=source.stop)
 
 
-def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params):
+def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params, shapes=()):
     """The exact LRU curve, or SHARDS with `rate` / `sample_keys`, and miniature simulations of the other
-    policies, each sampled curve once per salt."""
+    policies, each sampled curve once per salt; the exact LRU curve of each fleet `shapes` (pods, route) too."""
     if isinstance(salts, bool) or not isinstance(salts, int) or not 1 <= salts <= 64:
         raise UsageError(f"salts {salts!r} must be a whole number of samples from 1 to 64")
     if sample_keys is not None and (isinstance(sample_keys, bool) or not isinstance(sample_keys, int)
@@ -370,6 +433,8 @@ def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, sa
     for policy in policies:
         if policy in EXACT and rate is None and sample_keys is None:
             sim.add_lru_curve(caps, overhead)
+            for pods, route in shapes:
+                sim.add_fleet_lru_curve(caps, pods if route != "client" else 0, route, overhead)
             continue
         # Samples are disjoint ranges of the keys: `salts` of them must fit in all the keys.
         if rate is not None and rate * salts > 1:

@@ -89,6 +89,7 @@ def fleet_columns(fleet: dict, unit: str, hosts=()) -> dict:
                      "resident": int(p["resident"]),
                      # The requests this pod received (under a sharded route, its part of each batch).
                      "round_trips": int(p.get("round_trips", 0)), "round_trips_saved": int(p.get("round_trips_saved", 0)),
+                     **({"resident_bytes_peak": int(p["resident_bytes_peak"])} if "resident_bytes_peak" in p else {}),
                      **({"client": hosts[i]} if fleet["route"] == "client" and i < len(hosts) else {})}
                     for i, (p, r) in enumerate(zip(pods, rates))],
         "pod_hit_rate_min": float(busy.min()),

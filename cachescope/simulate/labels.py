@@ -19,7 +19,7 @@ def human_bytes(n) -> str:
     n = int(n)
     for shift, suffix in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
         if n >= 1 << shift:
-            return f"{n / (1 << shift):g} {suffix}" if n % (1 << (shift - 10)) == 0 else f"{n / (1 << shift):.1f} {suffix}"
+            return f"{n >> shift} {suffix}" if n % (1 << shift) == 0 else f"{n / (1 << shift):.1f} {suffix}"
     return f"{n} B"
 
 

@@ -60,3 +60,25 @@ BY_KEYWORD = {spec.keyword: spec for spec in POLICIES.values()}
 INFINITE = next(_spec(spec) for spec in _NATIVE if not spec["sized"])
 
 assert len(BY_KEYWORD) == len(POLICIES), "two policies share a Python keyword"
+
+
+def smallest_capacity(name: str, params: dict | None = None) -> int:
+    """The smallest entry capacity the core builds `name` at with `params` (2Q and S3-FIFO need room for
+    their first queue): found by asking the core, which alone knows each policy's rule."""
+    def builds(capacity: int) -> bool:
+        try:
+            _native.Simulation([(name, capacity, None, dict(params or {})), (INFINITE.name, 1, None)], 1)
+        except ValueError:
+            return False
+        return True
+
+    high = 1
+    while not builds(high):
+        if high > 2**20:
+            return high  # no policy needs that much: let the run say what is wrong
+        high *= 2
+    low = high // 2  # does not build (or 0)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if builds(mid) else (mid, high)
+    return high

@@ -18,7 +18,10 @@ def _rate(hits, lookups):
 
 class SimulationResult:
     """`summary`: one row per policy and capacity. `infinite`: the never-evicting bound.
-    `timeline`: one row per policy, capacity and window of `window` lookups."""
+    `timeline`: one row per policy, capacity and window of `window` lookups.
+
+    `.report(path)` and `.anatomy()` are the report's (cachescope/report/api.py), which reads results: this
+    module never imports it. They are there once `cachescope` or `cachescope.report` is imported."""
 
     def __init__(self, trace: TraceInfo, unique_keys: int, summary, infinite: dict, timeline, window: int,
                  has_clock: bool, granularity: str, first_ts: int | None = None, restart_times: list[int] = (),
@@ -55,6 +58,13 @@ class SimulationResult:
         self.fleet_sizes: list = []
         """Fleets asked for with curves but no capacity: each curve policy's size per pod and why
         (fleets_at_answer.py)."""
+        self.best: list = []
+        """Per target, the cheapest cache or fleet that reaches it (a `sizing` row), or the highest hit rate
+        with `reached` false (answers.py)."""
+        self.answer_timeline = None
+        """The hit rate over time of each sizing answer's own full run (answers.py); None without one."""
+        self.confirming_passes = 0
+        """Passes over the trace that confirmed the sizing answers by full runs."""
         self.same_trace: dict | None = None
         """simulate_trace's arguments that read the same trace with the same options (no caches): the report
         simulates the cache it chose once more with them."""
@@ -246,19 +256,23 @@ class SimulationResult:
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         doc = {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
         if self.has_curves():
-            head = ("policy", "capacity_unit", "method", "sample_rate", "salts")
+            from cachescope.simulate.sizing import CURVE_KEYS
+
+            head = (*CURVE_KEYS, "sample_rate", "salts")
             doc["curves"] = [
-                {"policy": policy, "capacity_unit": unit, "method": method,
+                {"policy": policy, "pods": int(pods), "route": None if _missing(route) else route,
+                 "capacity_unit": unit, "method": method,
                  "sample_rate": float(group["sample_rate"].iloc[0]),
                  **({"salts": int(group["salts"].iloc[0])} if method != "exact" else {}),
                  "points": [{k: _plain(v) for k, v in row.items() if k not in head and not _missing(v)}
                             for row in group.to_dict("records")]}
-                for (policy, unit, method), group in self.curves.groupby(["policy", "capacity_unit", "method"],
-                                                                         sort=False)
+                for (policy, pods, route, unit, method), group in self.curves.groupby(CURVE_KEYS, sort=False,
+                                                                                      dropna=False)
             ]
         if self._sizing is not None and len(self._sizing):
-            doc["sizing"] = [{k: _plain(v) for k, v in row.items() if not _missing(v)}
-                             for row in self.sizing.to_dict("records")]
+            doc["sizing"] = [_sizing_json(row) for row in self.sizing.to_dict("records")]
+        if self.best:
+            doc["best"] = [_sizing_json(row) for row in self.best]
         if self.fleet_sizes:
             doc["fleet_sizes"] = self.fleet_sizes
         return doc
@@ -274,30 +288,6 @@ class SimulationResult:
         from cachescope.simulate.plot import plot_timeline
 
         return plot_timeline(self, path, title, ax)
-
-    def anatomy(self, feature_names=None, capacity: int | None = None):
-        """The traffic's anatomy (reads the trace again): `.counts` (lookups per key, most popular first),
-        `.zipf_s`, `.one_hit_keys`, `.reuse_seconds` / `.reuse_lookups`, `.per_command`, and the frames
-        `.by_type` (per key prefix) and `.by_feature` (per field, named by `feature_names`: a file of names or a
-        list), with LRU's hit rate at `capacity` entries when given. The report's anatomy section, as data."""
-        from cachescope.errors import UsageError
-        from cachescope.report.anatomy import anatomy_of
-        from cachescope.report.features import read_feature_names
-
-        names = None if feature_names is None else read_feature_names(feature_names)
-        found, why = anatomy_of(self, capacity, names)
-        if found is None:
-            raise UsageError(f"no anatomy: {why}")
-        return found
-
-    def report(self, path: str, feature_names=None, title: str | None = None) -> str:
-        """Writes the whole answer as one self-contained HTML page to `path` (the input and its losses, the
-        traffic's anatomy, the curves and the sizing answer with its assumptions, the hit rate over time, the
-        fleets, and what the trace cannot tell); `feature_names`: a file of feature names (one a line) or a
-        list of them, to name the trace's xxHash32 field ids. Returns the path."""
-        from cachescope.report import write_report
-
-        return write_report(self, path, feature_names=feature_names, title=title)
 
     def __repr__(self) -> str:
         return f"<SimulationResult {self.trace.path}: {len(self.summary)} runs, {self.trace.lookups:,} lookups>"
@@ -331,6 +321,8 @@ def _summary_row(r: dict, unit: str) -> dict:
     row["round_trips_saved"] = r["round_trips_saved"]
     row["round_trips_saved_rate"] = _rate(r["round_trips_saved"], r["round_trips"])
     row["resident"] = r["resident"]
+    if "resident_bytes_peak" in r:
+        row["resident_bytes_peak"] = r["resident_bytes_peak"]
     row.update({k: r.get(k, 0) for k in _COUNTERS})  # a fleet of no pods has none
     return row
 
@@ -367,6 +359,27 @@ def _timeline_frame(runs: list[dict], ends, ts, hits, first_ts, spreads: dict) -
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
     out["capacity"] = out["capacity"].astype("Int64")
+    return out
+
+
+_NULLABLE = ("route", "capacity")
+"""Sizing keys the contract keeps as null rather than leaving out (a single cache's route; an answer out of
+reach)."""
+
+
+_WHOLE = ("pods", "capacity", "memory_bytes", "fleet_memory_bytes", "capacity_bytes", "estimate_capacity",
+          "knee_capacity", "passes", "seeds", "warmup_capacity")
+"""Sizing keys that are whole numbers (a frame with gaps holds them as floats)."""
+
+
+def _sizing_json(row: dict) -> dict:
+    out = {}
+    for k, v in row.items():
+        if _missing(v):
+            if k in _NULLABLE:
+                out[k] = None
+            continue
+        out[k] = int(v) if k in _WHOLE else _plain(v)
     return out
 
 

@@ -9,6 +9,10 @@ import numpy as np
 
 from cachescope.errors import UsageError
 
+CURVE_KEYS = ["policy", "pods", "route", "capacity_unit", "method"]
+"""What tells one curve from another: a policy's, as one cache or as a fleet (pods, route), in a unit, and how
+it was found."""
+
 KNEE_GAIN = 0.01
 """The knee: the capacity from which on doubling the cache gains less than one point of hit rate."""
 
@@ -41,14 +45,16 @@ def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: flo
     rows = []
     if curves.empty:
         return pd.DataFrame()
-    for (policy, unit, method), curve in curves.groupby(["policy", "capacity_unit", "method"], sort=False):
+    for (policy, pods, route, unit, method), curve in curves.groupby(CURVE_KEYS, sort=False, dropna=False):
+        route = None if route is None or route != route else route
         curve = curve.sort_values("capacity")
         caps = curve["capacity"].to_numpy()
         rates = curve["hit_rate"].to_numpy()
         bend = knee(caps, rates)
         for target in targets:
             reached = np.nonzero(rates >= target - 1e-12)[0]
-            row = {"policy": policy, "capacity_unit": unit, "method": method, "target": target,
+            row = {"policy": policy, "pods": int(pods), "route": route, "capacity_unit": unit, "method": method,
+                   "target": target,
                    "reachable": bool(len(reached)), "bound_hit_rate": bound_hit_rate, "knee_capacity": bend}
             if len(reached):
                 at = curve.iloc[reached[0]]
@@ -68,6 +74,17 @@ def sizing_frame(curves: pd.DataFrame, targets: list[float], bound_hit_rate: flo
                         row["round_trips_saved_per_s"] = float(at["round_trips_saved"]) / duration_s
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def route_of(row: dict) -> str | None:
+    """A row's route: None for a single cache (a frame holds it as NaN)."""
+    route = row.get("route")
+    return None if route is None or route != route else route
+
+
+def records(frame) -> list[dict]:
+    """A sizing or curve frame's rows as dicts, a single cache's route as None."""
+    return [{**r, "route": route_of(r)} for r in frame.to_dict("records")]
 
 
 def knee(caps: np.ndarray, rates: np.ndarray):
@@ -97,7 +114,9 @@ def add_warmup(sizing: pd.DataFrame, curve_timeline: pd.DataFrame, starts: list[
     for i, row in sizing.iterrows():
         if row["method"] != "exact" or not row["reachable"]:
             continue
-        heat = curve_timeline[(curve_timeline["policy"] == row["policy"])
+        same_cache = curve_timeline["route"].isna() if route_of(row) is None else \
+            (curve_timeline["route"] == row["route"]) & (curve_timeline["pods"] == row["pods"])
+        heat = curve_timeline[(curve_timeline["policy"] == row["policy"]) & same_cache
                               & (curve_timeline["capacity_unit"] == row["capacity_unit"])]
         columns = np.sort(heat["capacity"].unique())
         above = columns[columns >= row["capacity"]]

@@ -1,0 +1,249 @@
+"""The sizing answer a team configures: for each curve policy, as one cache and as each fleet asked for, and
+each target, the smallest capacity per pod whose full run reaches the target (confirm.py), its memory per pod
+and for the fleet, the byte budget that reaches the target in a weight-bounded cache, and how it was found;
+then, per target, the cheapest fleet that reaches it.
+
+Where the trace can be read only once (a pipe), nothing is confirmed: the answer is the curve's, and says so.
+"""
+
+from __future__ import annotations
+
+from cachescope.simulate.bracket import first_bracket, scaled_bracket
+from cachescope.simulate.capacity import MAX_BYTES
+from cachescope.simulate.confirm import DEFAULT_SEEDS, SEEDED, Question, confirm
+from cachescope.simulate.registry import smallest_capacity
+from cachescope.simulate.sizing import records
+
+SHARDED = ("entity", "key-pattern")
+"""Routes that give each entity one owner pod: a fleet of N such pods holds about what one cache N times as
+large does, so its first guess is the single cache's answer over N. Replicated pods each need about the
+single cache's size."""
+
+BYTES_SPREAD = 2.5
+"""How far the first guess of a byte budget (entries x the mean value, a typical key and the overhead) may be
+off: key and field lengths are not known before the runs."""
+
+KEY_BYTES_GUESS = 48
+
+
+def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bool, run_pass,
+                    seeds: int | None = None, value_sizes: bool = True, single_asked: bool = True) -> None:
+    """Fills `result.sizing` (one row per policy, fleet and target) and `result.best`; `run_pass(asks)` runs
+    a confirming pass (simulate_trace with `_asks`) and returns its result. `single_asked`: whether the single
+    cache is one of the choices (no pods asked for, or 1 among them), as the fleets `shapes` are."""
+    import pandas as pd
+
+    estimates = result.sizing
+    if estimates.empty:
+        return
+    if not rereadable:
+        rows = [{**r, "reached": bool(r["reachable"])} for r in records(estimates)]
+        result.sizing = pd.DataFrame(rows)
+        result.best = best_rows(result.sizing, targets, single_asked or not shapes)
+        return
+    draws = _seed_list(seeds)
+    questions = _questions(estimates, result.curves, shapes, targets, result.unique_keys, draws, result.params)
+    if value_sizes:
+        # Each answer's byte budget is sized in the same passes, from a first guess of the entries' weight.
+        per_entry = _bytes_per_entry(result, entry_overhead)
+        questions += [Question(q.policy, q.target, "bytes", q.pods, q.route,
+                               scaled_bracket(int(_entry_guess(q) * per_entry), MAX_BYTES, BYTES_SPREAD), q.seeds)
+                      for q in questions if q.unit == "entries" and _entry_guess(q) is not None]
+
+    def rows_of(asks):
+        pass_result = run_pass(asks)
+        rows = pass_result.summary_records()
+        singles = [a for a in asks if a.route is None]
+        # The summary lists the single runs first, then the fleets, each in the order asked.
+        order = singles + [a for a in asks if a.route is not None]
+        for index, row in enumerate(rows):
+            row["_run"] = (pass_result, index)  # where its hit rate over time is, for the answer's timeline
+        by_ask = dict(zip(order, rows))
+        return [by_ask[a] for a in asks]
+
+    passes = confirm(questions, rows_of)
+    rows = [_row(q, estimates, result, passes) for q in questions if q.unit == "entries" or q.unit == "bytes"]
+    sizing = _merge_budgets([r for r in rows if r is not None])
+    result.sizing = pd.DataFrame(sizing)
+    result.best = best_rows(result.sizing, targets, single_asked or not shapes)
+    result.confirming_passes = passes
+    result.answer_timeline = answer_timeline([q for q in questions if q.unit == "entries"])
+
+
+def answer_timeline(questions: list[Question]):
+    """The hit rate over time of each entry answer's own full run (its lowest draw), one row per answer and
+    window: what the cache configured at the answer would have seen."""
+    import pandas as pd
+
+    frames = []
+    for q in questions:
+        answer = q.answer
+        if answer is None or answer.get("_run") is None:
+            continue
+        pass_result, index = answer["_run"]
+        timeline = pass_result.timeline
+        mine = timeline[timeline["run"] == index].drop(columns=["run"])
+        frames.append(mine.assign(pods=q.pods, route=q.route, target=q.target, reached=q.bracket.reachable))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _entry_guess(q: Question) -> int | None:
+    """Where the entry answer is thought to be before any run, if the curve says it is within reach."""
+    b = q.bracket
+    return b.high if b.high is not None else (b.guess_high if b.guess_high < b.top else None)
+
+
+def _seed_list(seeds: int | None) -> tuple:
+    n = DEFAULT_SEEDS if seeds is None else int(seeds)
+    if n < 1:
+        from cachescope.errors import UsageError
+
+        raise UsageError(f"seeds {seeds!r} must be a whole number of draws, at least 1")
+    return tuple(range(n))
+
+
+def _questions(estimates, curves, shapes, targets, unique_keys: int, draws: tuple, params: dict) -> list[Question]:
+    """One question per curve policy, fleet shape and target, bracketed by its own curve where it has one,
+    else by the single cache's answer scaled to a pod."""
+    questions = []
+    rows = records(estimates)
+    for policy in dict.fromkeys(r["policy"] for r in rows):
+        for pods, route in [(1, None), *shapes]:
+            for target in targets:
+                own = _estimate(rows, policy, pods, route, target)
+                single = _estimate(rows, policy, 1, None, target)
+                if single is None:
+                    continue
+                unit = single["capacity_unit"]
+                top = max(int(unique_keys), 1) if unit == "entries" else MAX_BYTES
+                seeds = draws if policy in SEEDED else (None,)
+                if own is not None:
+                    curve = _curve_of(curves, own)
+                    sampled = "hit_rate_low" in curve and curve["hit_rate_low"].notna().all()
+                    bracket = first_bracket(curve["capacity"], curve["hit_rate"], target, top,
+                                            curve["hit_rate_low"] if sampled else None,
+                                            curve["hit_rate_high"] if sampled else None)
+                elif single.get("reachable"):
+                    guess = single["capacity"] / (pods if route in SHARDED and pods > 0 else 1)
+                    bracket = scaled_bracket(int(guess), top)
+                else:
+                    bracket = scaled_bracket(top, top)
+                if unit == "entries":
+                    bracket.bottom = smallest_capacity(policy, params.get(policy))
+                questions.append(Question(policy, target, unit, pods, route, bracket, seeds))
+    return questions
+
+
+def _estimate(rows: list[dict], policy, pods, route, target) -> dict | None:
+    """The curve's answer for this cache or fleet (a client fleet's curve counts its pods itself)."""
+    for r in rows:
+        same_fleet = r["route"] == route and (route == "client" or r["pods"] == pods)
+        if r["policy"] == policy and same_fleet and r["target"] == target:
+            return r
+    return None
+
+
+def _curve_of(curves, row: dict):
+    """The points of the curve that gave `row`, by capacity."""
+    same = (curves["policy"] == row["policy"]) & (curves["method"] == row["method"]) \
+        & (curves["capacity_unit"] == row["capacity_unit"])
+    same &= curves["route"].isna() if row["route"] is None else \
+        (curves["route"] == row["route"]) & (curves["pods"] == row["pods"])
+    return curves[same].sort_values("capacity")
+
+
+def _bytes_per_entry(result, entry_overhead: int) -> float:
+    """The first guess of an entry's weight: the mean value looked up, a typical key and field, the overhead."""
+    lookups = result.infinite["lookups"] or 1
+    looked = 0
+    if not result.curves.empty and "bytes_looked_up" in result.curves:
+        looked = int(result.curves["bytes_looked_up"].fillna(0).max())
+    return looked / lookups + KEY_BYTES_GUESS + entry_overhead
+
+
+def _row(q: Question, estimates, result, passes: int) -> dict | None:
+    """The sizing row of a closed question (see DESIGN.md's `sizing[]` contract)."""
+    curve = _estimate(records(estimates), q.policy, q.pods, q.route, q.target)
+    answer = q.answer
+    row = {"policy": q.policy, "target": q.target, "pods": q.pods, "route": q.route, "capacity_unit": q.unit,
+           "reached": q.bracket.reachable and answer is not None, "bound_hit_rate": result.infinite["hit_rate"]}
+    row["reachable"] = row["reached"]  # the name sizing rows had before confirmation: kept for its readers
+    if answer is None:
+        if q.unit != "entries" or curve is None:
+            return None
+        # Out of reach by the curve alone (an exact one, or one whose band never reaches it): its bound.
+        points = _curve_of(result.curves, curve)
+        top = points.iloc[-1]
+        return {**row, "capacity": int(top["capacity"]), "hit_rate": float(top["hit_rate"]),
+                "method": curve["method"], "estimate_method": curve["method"], "knee_capacity": curve.get("knee_capacity")}
+    seeded = q.seeds != (None,)
+    exact = not seeded and q.bracket.high is not None and q.bracket.high - q.bracket.low <= 1
+    capacity = q.bracket.high if q.bracket.reachable else max(q.tried)
+    row.update(capacity=int(capacity), hit_rate=answer["hit_rate"],
+               method="exact" if exact else "confirmed",
+               hit_rate_low=answer["hit_rate_low"], hit_rate_high=answer["hit_rate_high"],
+               passes=passes, seeds=answer["seeds"] if seeded else None)
+    for key in ("command_hit_rate", "round_trips_saved_rate", "byte_hit_rate", "warmup_s"):
+        if answer.get(key) is not None:
+            row[key] = answer[key]
+    if "warmup_s" in row:
+        row["warmup_capacity"] = row["capacity"]  # the answer's own run, not a nearby capacity of the curve
+    if q.unit == "entries" and answer.get("memory_bytes") is not None:
+        row["memory_bytes"] = int(answer["memory_bytes"])
+    elif q.unit == "bytes":
+        row["memory_bytes"] = int(capacity)
+    if curve is not None:
+        row["estimate_capacity"] = curve.get("capacity")
+        row["estimate_method"] = curve["method"]
+        row["knee_capacity"] = curve.get("knee_capacity")
+        for band in ("hit_rate_low", "hit_rate_high"):
+            if curve.get(band) is not None:
+                row[f"estimate_{band}"] = curve[band]
+
+    duration = result.duration_s()
+    if duration:
+        row["lookups_saved_per_s"] = answer["hits"] / duration
+        if answer.get("round_trips_saved") is not None:
+            row["round_trips_saved_per_s"] = answer["round_trips_saved"] / duration
+    return row
+
+
+def _merge_budgets(rows: list[dict]) -> list[dict]:
+    """Entry answers with the byte budget of the same question (`capacity_bytes`); a byte curve's own answers
+    stay rows of their own."""
+    entries = [r for r in rows if r["capacity_unit"] == "entries"]
+    budgets = {(r["policy"], r["pods"], r["route"], r["target"]): r for r in rows if r["capacity_unit"] == "bytes"}
+    out = []
+    for r in entries:
+        budget = budgets.pop((r["policy"], r["pods"], r["route"], r["target"]), None)
+        if budget is not None and budget["reached"]:
+            r["capacity_bytes"] = budget["capacity"]
+            r["capacity_bytes_hit_rate"] = budget["hit_rate"]
+        pods = r["pods"] or 0
+        if r.get("memory_bytes") is not None:
+            r["fleet_memory_bytes"] = r["memory_bytes"] * max(pods, 1)
+        out.append(r)
+    return out + list(budgets.values())
+
+
+def best_rows(sizing, targets, with_single: bool = True) -> list[dict]:
+    """Per target, the cheapest answer that reaches it: the least memory for the whole fleet (entries x pods
+    where memory is unknown), or a row with `reached` false when none does (then the highest hit rate). The
+    single cache competes only `with_single` (when it was asked for beside the fleets)."""
+    rows = [] if sizing is None or len(sizing) == 0 else records(sizing)
+    rows = [r for r in rows if with_single or r["route"] is not None]
+    best = []
+    for target in targets:
+        mine = [r for r in rows if r["target"] == target and r["capacity_unit"] == "entries"]
+        reached = [r for r in mine if r.get("reached")]
+        if reached:
+            best.append({**min(reached, key=_cost), "reached": True})
+        elif mine:
+            best.append({**max(mine, key=lambda r: r.get("hit_rate") or 0), "reached": False})
+    return best
+
+
+def _cost(row: dict) -> tuple:
+    memory = row.get("fleet_memory_bytes")
+    entries = (row.get("capacity") or 0) * max(row.get("pods") or 1, 1)
+    return (memory if memory is not None and memory == memory else float("inf"), entries)

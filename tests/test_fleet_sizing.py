@@ -1,0 +1,152 @@
+"""Fleet curves and sizing answers against what they must equal: an LRU fleet's curve is the fleet run at every
+capacity, each answer reaches its target in a run of its own while 2% less does not, the byte budget reaches it
+as `--lru <bytes>B`, W-TinyLFU's answer reaches it at every admission draw, the cheapest fleet is the one with
+the least memory, and the plot's lines carry the data their labels name."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cachescope
+from conftest import REPO
+
+SAMPLE = str(REPO / "sample_traces" / "feature_store_paced.pcap")
+PORTS = [16380]
+
+
+@pytest.fixture(scope="module")
+def sample_parquet(tmp_path_factory):
+    """The bundled capture as a Parquet trace: read faster by the many runs these tests make."""
+    out = tmp_path_factory.mktemp("sizing") / "sample.parquet"
+    subprocess.run([sys.executable, "parse.py", SAMPLE, "--port", "16380", "-o", str(out)], cwd=REPO, check=True,
+                   capture_output=True)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def sized(sample_parquet):
+    return cachescope.simulate_trace(sample_parquet, curve="lru,wtinylfu", target="45%,55%", pods="1,4",
+                                     route="entity,random", seeds=3)
+
+
+@pytest.mark.parametrize("pods,route", [(4, "entity"), (3, "random"), (5, "round-robin"), (0, "client")])
+def test_an_lru_fleets_curve_is_the_fleet_run_at_every_capacity(sample_parquet, pods, route):
+    caps = [30, 300, 1500, 6000]
+    curve = cachescope.simulate_trace(sample_parquet, curve="lru", curve_capacities=",".join(map(str, caps)),
+                                      _shapes=[(pods, route)])
+    mine = curve.curves[curve.curves["route"] == route].set_index("capacity")
+    runs = cachescope.simulate_trace(sample_parquet, lru=caps, pods=str(pods) if pods else None, route=route)
+    assert len(mine) == len(caps)
+    for row in runs.summary.to_dict("records"):
+        point = mine.loc[row["capacity"]]
+        assert (point["hits"], point["commands_served"], point["round_trips_saved"]) == \
+            (row["hits"], row["commands_served"], row["round_trips_saved"]), (route, row["capacity"])
+    assert mine["hits"].is_monotonic_increasing and mine["hits"].iloc[0] < mine["hits"].iloc[-1]
+
+
+def _hit_rates(path, policy, capacity, pods=None, route=None, seeds=(None,), unit=""):
+    """The hit rate of separate runs of `policy` at `capacity` (one per seed)."""
+    out = []
+    for seed in seeds:
+        params = {} if seed is None else {"params": {policy: {"seed": seed}}}
+        r = cachescope.simulate_trace(path, pods=pods, route=route or "random", **params,
+                                      **{policy: [f"{capacity}{unit}"]})
+        out.append(float(r.summary["hit_rate"][0]))
+    return out
+
+
+def test_each_answer_reaches_its_target_in_a_run_of_its_own_and_two_percent_less_does_not(sized, sample_parquet):
+    rows = [r for r in sized.to_json()["sizing"] if r["reached"]]
+    assert {(r["policy"], r["pods"], r["route"]) for r in rows} >= {("lru", 1, None), ("lru", 4, "entity"),
+                                                                    ("wtinylfu", 1, None)}
+    for row in rows:
+        seeds = range(row["seeds"]) if row.get("seeds") else (None,)
+        pods = None if row["route"] is None else row["pods"]
+        at = _hit_rates(sample_parquet, row["policy"], row["capacity"], pods, row["route"], seeds)
+        assert min(at) == pytest.approx(row["hit_rate"]) and min(at) >= row["target"], row
+        assert row["method"] in ("exact", "confirmed")
+        if row["policy"] == "lru":  # a stack algorithm: less capacity never hits more
+            below = _hit_rates(sample_parquet, "lru", int(row["capacity"] * 0.98), pods, row["route"])
+            assert below[0] < row["target"], row
+            assert row["hit_rate_low"] == row["hit_rate_high"] == row["hit_rate"]
+        else:
+            assert row["hit_rate_low"] == min(at) and row["hit_rate_high"] == max(at)
+
+
+def test_the_byte_budget_reaches_the_target_as_a_byte_capacity(sized, sample_parquet):
+    for row in sized.to_json()["sizing"]:
+        if row["reached"] and row["policy"] == "lru" and row["route"] is None:
+            budget = row["capacity_bytes"]
+            assert _hit_rates(sample_parquet, "lru", budget, unit="B")[0] >= row["target"]
+            assert _hit_rates(sample_parquet, "lru", int(budget * 0.98), unit="B")[0] < row["target"]
+            # The memory of the entry answer is of the same order as the budget that holds as much.
+            assert 0.8 < row["memory_bytes"] / budget < 1.25
+
+
+def test_the_json_carries_the_fleet_curves_the_sizing_and_the_cheapest(sized):
+    doc = json.loads(json.dumps(sized.to_json()))
+    shapes = {(c["policy"], c["pods"], c["route"]) for c in doc["curves"]}
+    assert {("lru", 1, None), ("lru", 4, "entity"), ("lru", 4, "random"), ("wtinylfu", 1, None)} <= shapes
+    keys = {"policy", "target", "pods", "route", "capacity", "hit_rate", "method", "hit_rate_low", "hit_rate_high",
+            "memory_bytes", "fleet_memory_bytes", "capacity_bytes", "reached"}
+    for row in doc["sizing"]:
+        if row["reached"]:
+            assert keys <= set(row), row
+            assert row["fleet_memory_bytes"] == row["memory_bytes"] * row["pods"]
+    for target in (0.45, 0.55):
+        (best,) = [b for b in doc["best"] if b["target"] == target]
+        reached = [r for r in doc["sizing"] if r["target"] == target and r["reached"]]
+        assert best["fleet_memory_bytes"] == min(r["fleet_memory_bytes"] for r in reached)
+    unreachable = [r for r in doc["sizing"] if r["route"] == "random" and r["target"] == 0.55]
+    assert unreachable and not unreachable[0]["reached"] and unreachable[0]["hit_rate"] < 0.55
+
+
+def test_the_summary_and_the_report_give_the_cheapest_first(sample_parquet, tmp):
+    report = tmp / "r.html"
+    proc = subprocess.run([sys.executable, "simulate.py", sample_parquet, "--curve", "lru", "--target", "45%",
+                           "--pods", "1,4", "--route", "entity,random", "--report", str(report)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "LRU x4 entity for 45%:" in proc.stdout and "cheapest for 45%: " in proc.stdout
+    assert "confirmed by full runs" in proc.stdout and "as a byte budget" in proc.stdout
+    page = report.read_text()
+    box = page[page.index('id="answer"'):]
+    assert box.index("Cheapest for 45%") < box.index("LRU for 45%")
+
+
+def test_an_answer_from_a_pipe_says_it_is_the_curves_not_confirmed():
+    with open(SAMPLE, "rb") as capture:
+        proc = subprocess.run([sys.executable, "simulate.py", "-", "--port", "16380", "--curve", "lru", "--target",
+                               "50%", "--json"], cwd=REPO, stdin=capture, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["sizing"]
+    assert row["method"] == "exact" and row["reached"] and "memory_bytes" not in row
+
+
+def test_every_plotted_line_carries_the_data_its_label_names(sized):
+    fig = sized.plot()
+    ax = fig.axes[0]
+    curves = sized.curves
+    single = curves[(curves["policy"] == "lru") & curves["route"].isna()]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    saved = lines["LRU: round trips saved"]
+    assert np.allclose(saved.get_ydata(), single["round_trips_saved_rate"] * 100)
+    assert not np.allclose(saved.get_ydata(), single["command_hit_rate"] * 100)
+    sharded = lines["LRU x4 entity (exact)"]
+    fleet = curves[(curves["policy"] == "lru") & (curves["route"] == "entity")]
+    assert np.allclose(sharded.get_ydata(), fleet["hit_rate"] * 100) and sharded.get_linestyle() == "-"
+    assert lines["LRU x4 random (exact)"].get_linestyle() == "--"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # lays the figure out as it is saved
+    renderer = canvas.get_renderer()
+    texts = [t for t in ax.texts if " for " in t.get_text()]
+    from matplotlib.text import Text
+
+    boxes = [Text.get_window_extent(t, renderer) for t in texts]  # the words, not their leader lines
+    assert len(texts) == len([r for r in sized.to_json()["sizing"] if r["reached"]])
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), "answer labels overlap"
