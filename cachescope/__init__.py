@@ -15,9 +15,10 @@ from cachescope.errors import CachescopeError, TraceFormatError, UsageError
 # simulator, and importing them up front would more than double its start-up (0.2 s -> 0.5 s).
 _LAZY = {
     "parse_capture": "cachescope.parse.capture_source",
-    "simulate_trace": "cachescope.simulate.engine",
+    # With the report's `.report()` and `.anatomy()` on results (api.py puts the two layers together).
+    "simulate_trace": "cachescope.api",
     "POLICIES": "cachescope.simulate.registry",
-    "SimulationResult": "cachescope.simulate.result",
+    "SimulationResult": "cachescope.api",
     "TraceInfo": "cachescope.trace.readers",
     "open_trace": "cachescope.trace.readers",
 }
@@ -36,16 +37,9 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-# Results get `.report()` and `.anatomy()` from the report, which reads them (the result never imports it):
-# the package is where the two layers meet.
-_WITH_REPORT = ("simulate_trace", "SimulationResult")
-
-
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'cachescope' has no attribute {name!r}")
-    if name in _WITH_REPORT:
-        importlib.import_module("cachescope.report")
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value

@@ -4,6 +4,7 @@ as `--lru <bytes>B`, W-TinyLFU's answer reaches it at every admission draw, the 
 the least memory, and the plot's lines carry the data their labels name."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -110,8 +111,10 @@ def test_the_summary_and_the_report_give_the_cheapest_first(sample_parquet, tmp)
                            "--pods", "1,4", "--route", "entity,random", "--report", str(report)],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "LRU x4 entity for 45%:" in proc.stdout and "cheapest for 45%: " in proc.stdout
-    assert "confirmed by full runs" in proc.stdout and "as a byte budget" in proc.stdout
+    table = proc.stdout[proc.stdout.index("for 45% "):]
+    assert re.search(r"^LRU x4 entity +[0-9,]+ entries +[0-9.]+% +(confirmed|exact) ", table, re.M)
+    assert re.search(r"^LRU x4 random +(out of reach|[0-9,]+ entries)", table, re.M)
+    assert "cheapest for 45%: " in table and "budget/pod" in table
     page = report.read_text()
     box = page[page.index('id="answer"'):]
     assert box.index("Cheapest for 45%") < box.index("LRU for 45%")
@@ -150,3 +153,18 @@ def test_every_plotted_line_carries_the_data_its_label_names(sized):
     boxes = [Text.get_window_extent(t, renderer) for t in texts]  # the words, not their leader lines
     assert len(texts) == len([r for r in sized.to_json()["sizing"] if r["reached"]])
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), "answer labels overlap"
+
+
+def test_what_a_curve_cannot_model_is_sized_by_full_runs_alone(sample_parquet):
+    """LRU's stack cannot model a TTL; with a target, full runs alone find the answer, as one cache and as a
+    sharded fleet."""
+    result = cachescope.simulate_trace(sample_parquet, curve="lru", target="40%", ttl="60s", pods="1,4",
+                                       route="entity")
+    assert result.curves.empty and result.confirming_passes >= 2
+    for row in result.to_json()["sizing"]:
+        assert row["reached"] and row["method"] in ("exact", "confirmed") and "estimate_method" not in row
+        pods = None if row["route"] is None else row["pods"]
+        rates = [cachescope.simulate_trace(sample_parquet, lru=[c], ttl="60s", pods=pods,
+                                           route=row["route"] or "random").summary["hit_rate"][0]
+                 for c in (row["capacity"], int(row["capacity"] * 0.98))]
+        assert rates[0] == pytest.approx(row["hit_rate"]) and rates[0] >= 0.4 > rates[1], row

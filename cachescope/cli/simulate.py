@@ -11,7 +11,7 @@ from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
-from cachescope.simulate.answer_text import answer_line, best_line, cache_name
+from cachescope.simulate.answer_text import answer_line, best_line, cache_name, fleet_table
 from cachescope.simulate.labels import approx_count, human_bytes, label
 from cachescope.simulate.sizing import CURVE_KEYS, records, route_of
 from cachescope.trace.formats import FORMATS
@@ -41,7 +41,13 @@ def build_parser(prog: str) -> Parser:
                         help="the curve's capacities: auto (log-spaced 2%% apart up to the unique keys), a list, or "
                              "N log-spaced points from MIN to MAX; entries or bytes (64MiB:8GiB:200)")
     curves.add_argument("--target", metavar="RATE[,RATE...]",
-                        help="hit rates to size for (70%%,80%%): the smallest capacity on the curve that reaches each")
+                        help="hit rates to size for (70%%,80%%): for each curve policy, as one cache and as each "
+                             "fleet of --pods x --route, the smallest capacity per pod whose full run reaches each "
+                             "(the curve brackets it, full runs of the real policy confirm it to 1%%), its memory, "
+                             "its byte budget, and the cheapest fleet")
+    curves.add_argument("--seeds", type=int, metavar="N",
+                        help="W-TinyLFU's answers: draws of Caffeine's random admission run at each capacity "
+                             "(default 5); the answer is where the lowest draw reaches the target")
     curves.add_argument("--sample", metavar="RATE",
                         help="sample this share of the keys (1%%): SHARDS for lru, miniature simulations for the "
                              "others (which sample 1%% by default); every sampled curve has an error band")
@@ -166,6 +172,7 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         sample=args.sample,
         sample_keys=args.sample_keys,
         salts=args.salts,
+        seeds=args.seeds,
         pods=args.pods,
         route=args.route,
         rolling_restart_every=args.rolling_restart_every,
@@ -261,9 +268,11 @@ def format_summary(result) -> str:
     if any("pods" in row for row in rows):
         lines.append("x N ROUTE = a fleet of N pods, each with a cache of that capacity; pods min/med/max = the "
                      "spread of the pods' hit rates; imbalance = the busiest pod's lookups over the mean.")
+    unanswered = [s for s in result.fleet_sizes if not s["why"].startswith("the size ")]
     if result.fleet_sizes:
-        lines.append("no capacity was given: each fleet runs at its own answer, confirmed by full runs:")
-    for size in result.fleet_sizes:
+        lines.append("no capacity was given: each fleet runs at its own answer for the first target"
+                     + (", or where none reaches it:" if unanswered else "."))
+    for size in unanswered:
         name = cache_name({"policy": size["policy"], "pods": size["pods"], "route": size["route"]})
         lines.append(f"  {name} at {int(size['capacity']):,} entries per pod: {size['why']}.")
     if any(name == "warm-up" for name, _, _ in columns):
@@ -308,6 +317,8 @@ def format_curves(result) -> list[str]:
     for (policy, pods, route, unit, method), curve in result.curves.groupby(CURVE_KEYS, sort=False, dropna=False):
         fmt = human_bytes if unit == "bytes" else approx_count
         route = route_of({"route": route})
+        if route is not None:
+            continue  # a fleet's curve is in --json and --plot; its answer is in the table below
         mine = [r for r in records(result.sizing) if (r["policy"], r["pods"], r["route"]) == (policy, pods, route)]
         sized = {int(r["capacity"]) for r in mine if r.get("reached") and r["capacity"] is not None}
         caps = curve["capacity"].to_numpy()
@@ -316,8 +327,7 @@ def format_curves(result) -> list[str]:
         if method == "exact":
             how = f"exact, {len(curve):,} capacities in one pass"
             trips = _has_batches(result)
-            name = cache_name({"policy": policy, "pods": pods, "route": route})
-            lines += ["", f"{name} curve ({how}{', capacity per pod' if route else ''})",
+            lines += ["", f"{POLICIES[policy].label} curve ({how})",
                       f"{'capacity':>12}  {'hit rate':>8}  {'cmds served':>11}" + ("  trips saved" if trips else "")]
             for row in shown.to_dict("records"):
                 lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {_pct(row['command_hit_rate']):>11}"
@@ -330,9 +340,22 @@ def format_curves(result) -> list[str]:
         for row in shown.to_dict("records"):
             band = f"{row['hit_rate_low']:.2%} - {row['hit_rate_high']:.2%}"
             lines.append(f"{fmt(row['capacity']):>12}  {row['hit_rate']:>8.2%}  {band:>17}")
-    overhead = result.request.get("entry_overhead")
-    lines += [answer_line(row, overhead) for row in records(result.sizing)]
-    lines += [best_line(row) for row in result.best if len(result.sizing) > 1]
+    return lines + format_answers(result)
+
+
+def format_answers(result) -> list[str]:
+    """One line per answer; with fleets, a table per target (one cache or fleet a line) and the cheapest."""
+    rows = records(result.sizing) if len(result.sizing) else []
+    if not any(r["route"] is not None for r in rows):
+        overhead = result.request.get("entry_overhead")
+        return [answer_line(row, overhead) for row in rows] + [best_line(b) for b in result.best if len(rows) > 1]
+    lines = []
+    for target in dict.fromkeys(r["target"] for r in rows):
+        lines += ["", *fleet_table([r for r in rows if r["target"] == target and r["capacity_unit"] == "entries"])]
+        lines += [best_line(b) for b in result.best if b["target"] == target]
+    lines.append("memory/pod = peak bytes of a pod's cache at that size (values + keys + fields + "
+                 f"{result.request.get('entry_overhead')} B an entry); budget/pod = the byte budget per pod "
+                 "(Caffeine's maximumWeight) that reaches the target.")
     return lines
 
 

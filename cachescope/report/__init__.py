@@ -6,6 +6,4 @@ nothing fetched), the page an engineer forwards to whoever approves the cache.
 from cachescope.report.api import anatomy, give_results_their_report, report
 from cachescope.report.page import write_report
 
-give_results_their_report()
-
-__all__ = ["anatomy", "report", "write_report"]
+__all__ = ["anatomy", "give_results_their_report", "report", "write_report"]

@@ -1,6 +1,6 @@
 """What the report gives a result in Python: `result.report(path)` and `result.anatomy()`. The report reads
 results and the result module never imports the report, so these are the report's own functions, set on
-`SimulationResult` when this package is imported (`import cachescope` does it: it is where the layers meet)."""
+`SimulationResult` by `give_results_their_report` (cachescope/api.py, the API `import cachescope` gives)."""
 
 from __future__ import annotations
 

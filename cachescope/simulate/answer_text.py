@@ -76,3 +76,27 @@ def best_line(row: dict) -> str:
         return f"cheapest for {row['target']:.0%}: {cache_name(row)}, one cache of {_fmt(row, row['capacity'])}{total}"
     return (f"cheapest for {row['target']:.0%}: {cache_name(row)}, {int(row['pods'])} pods of "
             f"{_fmt(row, row['capacity'])}{total}")
+
+
+def fleet_table(rows: list[dict]) -> list[str]:
+    """The answers for one target side by side, one cache or fleet a line: size per pod, hit rate, how it was
+    found, memory per pod, byte budget per pod and the fleet's memory (out of reach: how far it goes)."""
+    target = rows[0]["target"]
+    lines = [f"{'for ' + format(target, '.0%'):<22}  {'per pod':>15}  {'hit rate':>8}  {'how':<18}  "
+             f"{'memory/pod':>10}  {'budget/pod':>10}  {'fleet memory':>12}"]
+    for row in rows:
+        name = cache_name(row)
+        if not row.get("reached"):
+            where = "" if row.get("capacity") is None else f" at {_fmt(row, row['capacity'])} per pod"
+            lines.append(f"{name:<22}  out of reach: {row['hit_rate']:.2%}{where}, where every key fits")
+            continue
+        seeds = row.get("seeds")
+        how = row["method"] + (f", {int(seeds)} draws" if seeds and seeds == seeds and seeds > 1 else "")
+        cells = [_bytes_cell(row.get(k)) for k in ("memory_bytes", "capacity_bytes", "fleet_memory_bytes")]
+        lines.append(f"{name:<22}  {_fmt(row, row['capacity']):>15}  {row['hit_rate']:>8.2%}  {how:<18}  "
+                     f"{cells[0]:>10}  {cells[1]:>10}  {cells[2]:>12}")
+    return lines
+
+
+def _bytes_cell(n) -> str:
+    return "" if n is None or n != n else human_bytes(n)

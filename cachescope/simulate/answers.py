@@ -8,7 +8,7 @@ Where the trace can be read only once (a pipe), nothing is confirmed: the answer
 
 from __future__ import annotations
 
-from cachescope.simulate.bracket import first_bracket, scaled_bracket
+from cachescope.simulate.bracket import Bracket, first_bracket, scaled_bracket
 from cachescope.simulate.capacity import MAX_BYTES
 from cachescope.simulate.confirm import DEFAULT_SEEDS, SEEDED, Question, confirm
 from cachescope.simulate.registry import smallest_capacity
@@ -24,31 +24,38 @@ BYTES_SPREAD = 2.5
 off: key and field lengths are not known before the runs."""
 
 KEY_BYTES_GUESS = 48
+"""A typical key and field in bytes (an entity id and a feature id), for that first guess."""
 
 
 def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bool, run_pass,
-                    seeds: int | None = None, value_sizes: bool = True, single_asked: bool = True) -> None:
+                    seeds: int | None = None, value_sizes: bool = True, single_asked: bool = True,
+                    by_runs=()) -> None:
     """Fills `result.sizing` (one row per policy, fleet and target) and `result.best`; `run_pass(asks)` runs
     a confirming pass (simulate_trace with `_asks`) and returns its result. `single_asked`: whether the single
-    cache is one of the choices (no pods asked for, or 1 among them), as the fleets `shapes` are."""
+    cache is one of the choices (no pods asked for, or 1 among them), as the fleets `shapes` are; `by_runs`:
+    policies without a curve (one the options rule out), sized by full runs alone from every capacity up to
+    the unique keys."""
     import pandas as pd
 
     estimates = result.sizing
-    if estimates.empty:
+    if estimates.empty and not by_runs:
         return
     if not rereadable:
         rows = [{**r, "reached": bool(r["reachable"])} for r in records(estimates)]
         result.sizing = pd.DataFrame(rows)
         result.best = best_rows(result.sizing, targets, single_asked or not shapes)
         return
-    draws = _seed_list(seeds)
+    draws = tuple(range(DEFAULT_SEEDS if seeds is None else seeds))  # seeds checked by plan.py
     questions = _questions(estimates, result.curves, shapes, targets, result.unique_keys, draws, result.params)
+    questions += [Question(policy, target, "entries", pods, route,
+                           _whole_range(result.unique_keys, policy, result.params), draws if policy in SEEDED else (None,))
+                  for policy in by_runs for pods, route in [(1, None), *shapes] for target in targets]
     if value_sizes:
         # Each answer's byte budget is sized in the same passes, from a first guess of the entries' weight.
         per_entry = _bytes_per_entry(result, entry_overhead)
-        questions += [Question(q.policy, q.target, "bytes", q.pods, q.route,
-                               scaled_bracket(int(_entry_guess(q) * per_entry), MAX_BYTES, BYTES_SPREAD), q.seeds)
-                      for q in questions if q.unit == "entries" and _entry_guess(q) is not None]
+        budgets = [(q, _byte_bracket(q, per_entry)) for q in questions if q.unit == "entries"]
+        questions += [Question(q.policy, q.target, "bytes", q.pods, q.route, bracket, q.seeds)
+                      for q, bracket in budgets if bracket is not None]
 
     def rows_of(asks):
         pass_result = run_pass(asks)
@@ -62,7 +69,7 @@ def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bo
         return [by_ask[a] for a in asks]
 
     passes = confirm(questions, rows_of)
-    rows = [_row(q, estimates, result, passes) for q in questions if q.unit == "entries" or q.unit == "bytes"]
+    rows = [_row(q, estimates, result, passes) for q in questions]
     sizing = _merge_budgets([r for r in rows if r is not None])
     result.sizing = pd.DataFrame(sizing)
     result.best = best_rows(result.sizing, targets, single_asked or not shapes)
@@ -87,19 +94,23 @@ def answer_timeline(questions: list[Question]):
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _entry_guess(q: Question) -> int | None:
-    """Where the entry answer is thought to be before any run, if the curve says it is within reach."""
+def _whole_range(unique_keys: int, policy: str, params: dict) -> Bracket:
+    """Nothing known of where the answer is: anywhere from the smallest cache to one that holds every key."""
+    top = max(int(unique_keys), 1)
+    return Bracket(low=0, high=None, top=top, guess_high=top, low_known=True,
+                   bottom=smallest_capacity(policy, params.get(policy)))
+
+
+def _byte_bracket(q: Question, per_entry: float) -> Bracket | None:
+    """Where the byte budget is thought to be before any run: around the entry answer's guess in bytes, or,
+    where nothing is known of the entry answer (no curve), anywhere up to every key's weight; None where the
+    curve says the target is out of reach."""
     b = q.bracket
-    return b.high if b.high is not None else (b.guess_high if b.guess_high < b.top else None)
-
-
-def _seed_list(seeds: int | None) -> tuple:
-    n = DEFAULT_SEEDS if seeds is None else int(seeds)
-    if n < 1:
-        from cachescope.errors import UsageError
-
-        raise UsageError(f"seeds {seeds!r} must be a whole number of draws, at least 1")
-    return tuple(range(n))
+    if b.low == 0 and b.high is None and b.low_known:
+        return Bracket(low=0, high=None, top=MAX_BYTES, guess_high=int(b.top * per_entry * BYTES_SPREAD),
+                       low_known=True)
+    guess = b.high if b.high is not None else (b.guess_high if b.guess_high < b.top else None)
+    return None if guess is None else scaled_bracket(int(guess * per_entry), MAX_BYTES, BYTES_SPREAD)
 
 
 def _questions(estimates, curves, shapes, targets, unique_keys: int, draws: tuple, params: dict) -> list[Question]:

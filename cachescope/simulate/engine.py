@@ -13,17 +13,15 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.progress import progress_bar
 from cachescope.simulate import options as opt
-from cachescope.simulate.capacity import Capacity, parse_capacities
-from cachescope.simulate.fleet import parse_pods, parse_routes
-from cachescope.simulate.curve import (DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, curve_capacities as curve_capacities_of,
-                                       minisim_capacities, parse_curve_policies, parse_sample)
-from cachescope.simulate.registry import BY_KEYWORD, INFINITE, POLICIES
-from cachescope.simulate.result import SimulationResult
-from cachescope.simulate.sizing import parse_targets
+from cachescope.simulate.curve import DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, minisim_capacities
+from cachescope.simulate.fleet import parse_pods
 from cachescope.simulate.live_progress import LiveProgress
+from cachescope.simulate.plan import Plan, plan_of
+from cachescope.simulate.registry import INFINITE
+from cachescope.simulate.result import SimulationResult
 from cachescope.trace.live import LiveStop
 from cachescope.trace.merge import MergedSource
-from cachescope.trace.readers import TraceSource, open_trace
+from cachescope.trace.readers import TraceSource, input_reports, open_trace
 
 DEFAULT_WINDOW = 10_000
 # Most timeline points a simulation keeps (each costs 8 bytes per run in the core, and a row per run in the
@@ -62,13 +60,13 @@ def simulate_trace(
     one_pod_of=None,
     scheduler: str | None = None,
     workers: int | None = None,
+    duration=None,
+    csv_spec=None,
+    seeds: int | None = None,
     _subset=None,
     _by_field: bool = False,
     _asks=None,
     _shapes=None,
-    seeds: int | None = None,
-    duration=None,
-    csv_spec=None,
     **capacities,
 ) -> SimulationResult:
     """Simulates each registered policy named in `capacities` by its keyword (`lru="1e4,1e5"`, `lru=[10_000]`,
@@ -116,158 +114,59 @@ def simulate_trace(
       `result.best` the cheapest fleet per target. `seeds`: draws of W-TinyLFU's random admission run at each
       capacity (5 unless given); its answer is the smallest capacity whose lowest draw reaches the target.
     """
-    call = dict(locals())  # a sweep's tasks run this same call on a part of the work (sweep.py)
+    call = dict(locals())  # a sweep's tasks and the confirming passes run this same call on a part of the work
     if scheduler is not None or workers:
         from cachescope.cluster import check_cluster_options
 
         check_cluster_options(workers, scheduler)
     source = _open(trace, format, granularity, ports, csv_spec)
-    curve_policies = [] if curve is None else parse_curve_policies(curve)
-    curve_caps, curve_unit = curve_capacities_of(curve_capacities) if curve_policies else ([], "entries")
-    targets = [] if target is None else parse_targets(target)
-    if targets and not curve_policies:
-        raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
-    runs = _requested_runs(capacities, required=not curve_policies and _asks is None)
-    what_if = 0
-    if one_pod_of is not None:
-        if pods is not None or route != "random":
-            raise UsageError("--one-pod-of N chooses the fleets itself: give it without --pods and --route")
-        (what_if,) = parse_pods([one_pod_of])
-        if what_if < 2:
-            raise UsageError("--one-pod-of N: a fleet of at least 2 pods")
-        pods, route = "1", "random"
-    # One pod is one cache whatever the route: it runs once. The client route has a pod per client host,
-    # however many `pods` says.
-    routes = parse_routes(route)
-    balanced = [r for r in routes if r != "client"]
-    if pods is None and balanced and "client" in routes:
-        raise UsageError(f"--route {','.join(balanced)} needs --pods (the client route alone does not)")
-    fleets = [] if pods is None else [(p, c, n, r) for p, c in runs for n in parse_pods(pods)
-                                      for r in balanced[: None if n > 1 else 1]]
-    if "client" in routes:
-        fleets += [(p, c, 0, "client") for p, c in runs]
-        source.want_clients = True
-    if _asks is not None:  # a confirming pass (confirm.py): exactly these runs and fleets, nothing else
-        runs = [(a.policy, Capacity(a.capacity, a.unit)) for a in _asks if a.route is None]
-        fleets = [(a.policy, Capacity(a.capacity, a.unit), a.pods, a.route) for a in _asks if a.route is not None]
-        curve_policies, targets = [], []
-        if any(a.route == "client" for a in _asks):
-            source.want_clients = True
-    shapes = _fleet_shapes(fleets, _shapes, what_if)
-    if any(route == "client" for _, route in shapes):
-        source.want_clients = True
-    if ("key-pattern" in routes) != (key_pattern is not None):
-        raise UsageError("the key-pattern route and --key-pattern REGEX go together")
-    source.key_pattern = key_pattern
-    if what_if:
-        fleets += [(p, c, what_if, "entity") for p, c in runs]
-    if not fleets and not runs and (pods is not None or "client" in routes or what_if) and _subset is None \
-            and _asks is None:
-        # Fleets asked for with curves but no capacity: they run at the size the curves answer.
+    plan = plan_of(call, source)
+    sources = getattr(source, "sources", [source])
+    if plan.fleets_at_answer is not None:
+        # Fleets asked for with curves but no capacity: each runs at the size its own answer gives.
         from cachescope.simulate.fleets_at_answer import fleets_at_the_answer
 
         if not source.rereadable:
             raise UsageError(f"{source.path}: fleets without a capacity per pod run at the size the curves "
                              "answer, which reads the trace twice, and a FIFO or a pipe can be read only once: "
                              "give the capacity (--lru 10000) or save the trace to a file first")
-        sources = getattr(source, "sources", [source])
-        shapes = [(n, r) for n in ([] if pods is None or what_if else parse_pods(pods)) for r in balanced
-                  if n > 1] + ([(0, "client")] if "client" in routes else [])
-        return fleets_at_the_answer(call, _same_trace(call, sources), targets, simulate_trace, shapes)
-    if fleets and _asks is None:
-        runs = []  # each capacity runs in its fleets, `--pods 1` as the single cache it is
-    rolling = None
-    if rolling_restart_every is not None:
-        if restart_every is not None:
-            raise UsageError("give --restart-every (every pod at once) or --rolling-restart-every, not both")
-        if not fleets:
-            raise UsageError("a rolling restart rolls across pods: give --pods as well")
-        rolling = (opt.parse_duration(rolling_restart_every), opt.parse_duration(rolling_over))
-    policy_params = _policy_params(params or {}, {name for name, _ in runs} | {f[0] for f in fleets}
-                                   | set(curve_policies))
-    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window < 2**63:
-        raise UsageError(f"window {window!r} must be a whole number of lookups, at least 1 (and below 2**63)")
-    if writes not in opt.WRITE_MODES:
-        raise UsageError(f"writes {writes!r}: choose from {', '.join(opt.WRITE_MODES)}")
-    if not isinstance(entry_overhead, int) or not 0 <= entry_overhead < 2**32:
-        raise UsageError(f"entry overhead {entry_overhead!r} must be a whole number of bytes")
-    restarts = [opt.parse_time(t) for t in ([restart_at] if isinstance(restart_at, str) else restart_at)]
-    allow = None if allow_list is None else opt.read_allow_list(allow_list)
-    schedule = [] if refresh_schedule is None else opt.read_refresh_rows(refresh_schedule)
-    sources = getattr(source, "sources", [source])
-
-    def request_of():
-        """What was asked, as the report states its assumptions (and where to read the trace again for its
-        anatomy); the same for a sweep on Dask."""
-        return {
-            "inputs": [(s.path, s.format, s.ports, s.rereadable) for s in sources],
-            "writes": writes, "entry_overhead": entry_overhead, "allow_list": allow_list is not None,
-            "allowed_features": 0 if allow is None else len(allow), "ttl": ttl, "restart_every": restart_every,
-            "restart_at": list(restarts), "rolling": rolling_restart_every, "rolling_over": rolling_over,
-            "targets": targets, "curve": curve_policies, "sample": sample, "sample_keys": sample_keys,
-            "salts": salts, "pods": pods, "route": route, "one_pod_of": one_pod_of,
-            "assume_value_size": assume_value_size, "refresh_schedule": refresh_schedule is not None,
-        }
-
+        return fleets_at_the_answer(call, _same_trace(call, sources), plan.targets, simulate_trace,
+                                    plan.fleets_at_answer)
     if _subset is None and (scheduler is not None or workers):
         from cachescope.simulate.sweep import sweep_on_dask
 
-        result = sweep_on_dask(call, source, runs, fleets, bool(curve_policies), policy_params, curve_unit,
-                               targets)
-        result.request = request_of()
-        result.same_trace = _same_trace(call, sources)
-        return result
-    fleet_parts = [None] * len(fleets)
-    if _subset is not None:
-        # The fleets as (index, part, of): a fleet of one part whole, else its pods `p % of == part` only.
-        run_ids, fleet_ids, with_curves = _subset
-        runs, fleets = [runs[i] for i in run_ids], [fleets[i] for i, _, _ in fleet_ids]
-        fleet_parts = [None if of == 1 else (part, of) for _, part, of in fleet_ids]
-        curve_policies = curve_policies if with_curves else []
-    future = None
-    if any(p in _native.NEEDS_FUTURE for p, _ in runs):
-        if not source.rereadable:
-            raise UsageError(f"{source.path}: {', '.join(p for p, _ in runs if p in _native.NEEDS_FUTURE)} reads "
-                             "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
-                             "save the trace to a file first")
-        future = _next_accesses(_open(trace, format, granularity, ports, csv_spec), allow, progress)
-    seed_of = _seeds_of(_asks)
-    native_runs = [(p, c.value, entry_overhead if c.unit == "bytes" else None,
-                    {**policy_params.get(p, {}), **seed_of(p, i, False)}) for i, (p, c) in enumerate(runs)]
-    try:
-        sim = _native.Simulation(
-            native_runs + [(INFINITE.name, 1, None)],
-            window,
-            writes=writes,
-            ttl_ns=None if ttl is None else opt.parse_duration(ttl),
-            allow=allow,
-            refreshes=[(t, opt.feature_hash(f)) for t, f in schedule],
-            restarts_at=restarts,
-            restart_every_ns=None if restart_every is None else _restart_interval(restart_every),
-            future=future,
-        )
-        if _by_field:
-            sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
-        for i, ((policy, cap, n, r), part) in enumerate(zip(fleets, fleet_parts)):
-            sim.add_fleet(policy, cap.value, n, r, entry_overhead if cap.unit == "bytes" else None,
-                          {**policy_params.get(policy, {}), **seed_of(policy, i, True)}, 0, rolling,
-                          n if what_if and r == "entity" else 1, part)
-        _add_curves(sim, curve_policies, curve_capacities, curve_caps, curve_unit,
-                    entry_overhead if curve_unit == "bytes" else None, parse_sample(sample), sample_keys, salts,
-                    policy_params, shapes)
-        if _asks is not None:
-            sim.track_resident_bytes(entry_overhead)
-    except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
-        raise UsageError(str(e)) from None
-    needs_sizes = any(c.unit == "bytes" for _, c in runs) or any(f[1].unit == "bytes" for f in fleets) \
-        or curve_unit == "bytes" or (_asks is not None and assume_value_size is not None)
+        result = sweep_on_dask(call, source, plan, simulate_trace)
+    else:
+        sim, first_ts, live_end = _run(call, plan, source)
+        if _subset is not None:
+            from cachescope.simulate.sweep import task_outputs
+
+            return task_outputs(source, sim, first_ts, bool(plan.curve_policies))
+        result = _result(source, sim, plan, window, first_ts)
+        result.live_end = live_end
+        if plan.curve_policies:
+            result.add_curves(sim.curves(), plan.curve_unit, plan.targets, entry_overhead)
+    result.request = _request(call, plan, sources)
+    result.same_trace = _same_trace(call, sources)
+    if plan.targets:
+        _confirm(result, call, plan, sources)
+    return result
+
+
+def _run(call: dict, plan: Plan, source):
+    """Builds the simulation of `plan` and feeds it the whole trace: (simulation, the trace's first time, what
+    ended a live input early)."""
+    sim = _simulation(call, plan, source)
+    needs_sizes = any(c.unit == "bytes" for _, c in plan.runs) or any(f[1].unit == "bytes" for f in plan.fleets) \
+        or plan.curve_unit == "bytes" or (call["_asks"] is not None and call["assume_value_size"] is not None)
+    window, progress = call["window"], call["progress"]
     first_ts = None
-    live = _live_stop(source, duration)
+    live = _live_stop(source, call["duration"])
     with live, _progress_bar(source, progress and not live.active) as bar, _no_gc_pauses():
         so_far = LiveProgress(source, sim, enabled=progress and live.active)
         for batch in _saying_how_far(source.batches(), source, sim):
             if needs_sizes and "value_sizes" not in batch:
-                batch["value_sizes"] = _assumed_sizes(source, batch, assume_value_size)
+                batch["value_sizes"] = _assumed_sizes(source, batch, call["assume_value_size"])
             if first_ts is None and "ts_ns" in batch:
                 first_ts = int(batch["ts_ns"][0])
             try:
@@ -281,54 +180,83 @@ def simulate_trace(
             bar.update(source.bytes_read - bar.n)
             so_far.update()
         so_far.close()
-    if _subset is not None:
-        from cachescope.simulate.sweep import task_outputs
+    return sim, first_ts, live.reason
 
-        return task_outputs(source, sim, first_ts, bool(curve_policies))
-    result = SimulationResult.from_simulation(source, sim, window, first_ts, runs, policy_params,
-                                              [f[1].unit for f in fleets], opt.refresh_features(schedule))
-    result.live_end = live.reason
+
+def _simulation(call: dict, plan: Plan, source):
+    """The core's simulation of `plan`: its single runs (and the infinite bound), fleets and curves; a sweep
+    task's share of them (`_subset`)."""
+    runs, fleets, curve_policies = plan.runs, plan.fleets, plan.curve_policies
+    run_seeds, fleet_seeds = plan.seeded_runs, plan.seeded_fleets
+    fleet_parts = [None] * len(fleets)
+    if call["_subset"] is not None:
+        # The fleets as (index, part, of): a fleet of one part whole, else its pods `p % of == part` only.
+        run_ids, fleet_ids, with_curves = call["_subset"]
+        runs, run_seeds = [runs[i] for i in run_ids], [run_seeds[i] for i in run_ids]
+        fleets, fleet_seeds = [fleets[i] for i, _, _ in fleet_ids], [fleet_seeds[i] for i, _, _ in fleet_ids]
+        fleet_parts = [None if of == 1 else (part, of) for _, part, of in fleet_ids]
+        curve_policies = curve_policies if with_curves else []
+    future = None
+    if any(p in _native.NEEDS_FUTURE for p, _ in runs):
+        if not source.rereadable:
+            raise UsageError(f"{source.path}: {', '.join(p for p, _ in runs if p in _native.NEEDS_FUTURE)} reads "
+                             "the trace twice (first for the future), and a FIFO or a pipe can be read only once: "
+                             "save the trace to a file first")
+        future = _next_accesses(_open(call["trace"], call["format"], call["granularity"], call["ports"],
+                                      call["csv_spec"]), plan.allow, call["progress"])
+    overhead, params = call["entry_overhead"], plan.policy_params
+    native_runs = [(p, c.value, overhead if c.unit == "bytes" else None, {**params.get(p, {}), **seed})
+                   for (p, c), seed in zip(runs, run_seeds)]
+    try:
+        sim = _native.Simulation(
+            native_runs + [(INFINITE.name, 1, None)],
+            call["window"],
+            writes=call["writes"],
+            ttl_ns=None if call["ttl"] is None else opt.parse_duration(call["ttl"]),
+            allow=plan.allow,
+            refreshes=[(t, opt.feature_hash(f)) for t, f in plan.schedule],
+            restarts_at=plan.restarts,
+            restart_every_ns=None if call["restart_every"] is None else _restart_interval(call["restart_every"]),
+            future=future,
+        )
+        if call["_by_field"]:
+            sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
+        for (policy, cap, n, r), part, seed in zip(fleets, fleet_parts, fleet_seeds):
+            sim.add_fleet(policy, cap.value, n, r, overhead if cap.unit == "bytes" else None,
+                          {**params.get(policy, {}), **seed}, 0, plan.rolling,
+                          n if plan.what_if and r == "entity" else 1, part)
+        _add_curves(sim, curve_policies, call["curve_capacities"], plan.curve_caps, plan.curve_unit,
+                    overhead if plan.curve_unit == "bytes" else None, plan.sample_rate, call["sample_keys"],
+                    call["salts"], params, plan.shapes)
+        if call["_asks"] is not None:
+            sim.track_resident_bytes(overhead)  # a confirming pass: each answer's memory
+    except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
+        raise UsageError(str(e)) from None
+    return sim
+
+
+def _result(source, sim, plan: Plan, window: int, first_ts) -> SimulationResult:
+    result = SimulationResult.from_simulation(source, sim, window, first_ts, plan.runs, plan.policy_params,
+                                              [f[1].unit for f in plan.fleets], opt.refresh_features(plan.schedule))
     # A capture or text trace read here: what reading it found, for the same report parse.py gives; a merge's
     # inputs each their own.
     result.capture_stats = {"input": source.path, **source.capture_stats} if source.capture_stats else {}
     result.input_reports = input_reports(source)
-    result.request = request_of()
-    result.same_trace = _same_trace(call, sources)
-    if curve_policies:
-        result.add_curves(sim.curves(), curve_unit, targets, entry_overhead)
-        if targets:
-            from cachescope.simulate.answers import confirm_answers
-
-            confirm_answers(result, shapes, targets, entry_overhead, source.rereadable,
-                            lambda asks: simulate_trace(**result.same_trace, window=window, progress=progress,
-                                                        _asks=asks),
-                            seeds=seeds, value_sizes=_has_value_sizes(sources, assume_value_size),
-                            single_asked=pods is None or 1 in parse_pods(pods))
     return result
 
 
-def _fleet_shapes(fleets, shapes, what_if) -> list:
-    """The fleets a sizing answers for, as (pods, route): those asked for (`shapes`), else those simulated,
-    less the sharded what-if of one pod's capture (an estimate on its own clock) and one-pod fleets (the
-    single cache)."""
-    if shapes is not None:
-        return list(shapes)
-    found = [(n, r) for _, _, n, r in fleets if not (what_if and r == "entity" and n == what_if)]
-    return [s for s in dict.fromkeys(found) if s[0] != 1 or s[1] == "client"]
+def _confirm(result: SimulationResult, call: dict, plan: Plan, sources) -> None:
+    """The sizing answers confirmed by full runs (answers.py), each pass a call of simulate_trace on the same
+    trace with exactly the runs it asks for."""
+    from cachescope.simulate.answers import confirm_answers
 
+    def run_pass(asks):
+        return simulate_trace(**result.same_trace, window=call["window"], progress=call["progress"], _asks=asks)
 
-def _seeds_of(asks):
-    """seed_of(policy, index, is_fleet): the `seed` parameter of a confirming pass's run or fleet at that
-    index (a seeded policy's draw), {} otherwise."""
-    if asks is None:
-        return lambda policy, i, fleet: {}
-    runs = [a for a in asks if a.route is None]
-    fleets = [a for a in asks if a.route is not None]
-
-    def seed_of(policy, i, fleet):
-        seed = (fleets if fleet else runs)[i].seed
-        return {} if seed is None else {"seed": float(seed)}
-    return seed_of
+    pods = call["pods"]
+    confirm_answers(result, plan.shapes, plan.targets, call["entry_overhead"], all(s.rereadable for s in sources),
+                    run_pass, seeds=call["seeds"], value_sizes=_has_value_sizes(sources, call["assume_value_size"]),
+                    single_asked=pods is None or 1 in parse_pods(pods), by_runs=plan.sized_by_runs)
 
 
 def _has_value_sizes(sources, assume_value_size) -> bool:
@@ -336,6 +264,22 @@ def _has_value_sizes(sources, assume_value_size) -> bool:
     one is assumed."""
     return assume_value_size is not None or all(s.format in ("pcap", "parquet", "oracleGeneral", "csv", "twitter")
                                                 for s in sources)
+
+
+def _request(call: dict, plan: Plan, sources) -> dict:
+    """What was asked, as the report states its assumptions (and where to read the trace again for its
+    anatomy); the same for a sweep on Dask."""
+    c = call
+    return {
+        "inputs": [(s.path, s.format, s.ports, s.rereadable) for s in sources],
+        "writes": c["writes"], "entry_overhead": c["entry_overhead"], "allow_list": c["allow_list"] is not None,
+        "allowed_features": 0 if plan.allow is None else len(plan.allow), "ttl": c["ttl"],
+        "restart_every": c["restart_every"], "restart_at": list(plan.restarts), "rolling": c["rolling_restart_every"],
+        "rolling_over": c["rolling_over"], "targets": plan.targets, "curve": plan.curve_policies,
+        "sample": c["sample"], "sample_keys": c["sample_keys"], "salts": c["salts"], "pods": c["pods"],
+        "route": c["route"], "one_pod_of": c["one_pod_of"], "assume_value_size": c["assume_value_size"],
+        "refresh_schedule": c["refresh_schedule"] is not None,
+    }
 
 
 # What a single run needs to see the same lookups as the call's (trace and options, no caches): the report
@@ -369,12 +313,6 @@ def _no_gc_pauses():
     finally:
         if was:
             gc.enable()
-
-
-def input_reports(source) -> list:
-    """What reading each input found (a capture's or text trace's counters), for the same report parse.py
-    gives; a merge's inputs each their own."""
-    return [{"input": s.path, **s.capture_stats} for s in getattr(source, "sources", [source]) if s.capture_stats]
 
 
 def _open(trace, format, granularity, ports, csv_spec=None):
@@ -473,44 +411,6 @@ def _next_accesses(source: TraceSource, allow, progress: bool) -> np.ndarray:
             keys.append(batch["keys"][reads])
             bar.update(source.bytes_read - bar.n)
     return _native.next_access(np.concatenate(keys) if keys else np.zeros(0, np.uint64))
-
-
-def _requested_runs(capacities: dict, required: bool = True) -> list:
-    """(registry name, capacity) for each capacity of each policy named by its keyword."""
-    unknown = sorted(set(capacities) - set(BY_KEYWORD))
-    if unknown:
-        raise UsageError(f"unknown policy {unknown[0]!r}; registered: {', '.join(BY_KEYWORD)}")
-    runs = [(BY_KEYWORD[kw].name, cap) for kw, value in capacities.items() if value is not None
-            for cap in parse_capacities(value)]
-    if not runs and required:
-        raise UsageError(f"no policy to simulate: give at least one of {', '.join(s.flag for s in POLICIES.values())}")
-    return runs
-
-
-def _policy_params(given: dict, simulated: set) -> dict:
-    """{registry name: {parameter: value}} for each simulated policy that has parameters: the registry's
-    defaults, overridden by `given` ({policy keyword: {parameter: value}})."""
-    if not isinstance(given, dict):
-        raise UsageError(f"params {given!r} must map policy keywords to {{parameter: value}}")
-    for kw, values in given.items():
-        spec = BY_KEYWORD.get(kw)
-        if spec is None:
-            raise UsageError(f"params for unknown policy {kw!r}; registered: {', '.join(BY_KEYWORD)}")
-        if spec.name not in simulated:
-            raise UsageError(f"parameters for {spec.name}, which is not simulated (give it a capacity: {spec.flag} N)")
-        names = [p.name for p in spec.params]
-        for name, value in dict(values).items():
-            if name not in names:
-                has = f"its parameters are {', '.join(names)}" if names else "it has none"
-                raise UsageError(f"{kw} has no parameter {name!r}; {has}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise UsageError(f"{kw} parameter {name} = {value!r} is not a number")
-    out = {}
-    for spec in POLICIES.values():
-        if spec.name in simulated and spec.params:
-            override = dict(given.get(spec.keyword, {}))
-            out[spec.name] = {p.name: float(override.get(p.name, p.default)) for p in spec.params}
-    return out
 
 
 def _assumed_sizes(source, batch, assume_value_size):

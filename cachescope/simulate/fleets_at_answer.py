@@ -16,29 +16,33 @@ from cachescope.simulate.answers import best_rows
 from cachescope.simulate.confirm import Ask
 from cachescope.simulate.fleet import parse_pods
 from cachescope.simulate.registry import POLICIES
-from cachescope.simulate.sizing import knee
+from cachescope.simulate.sizing import knee, records
 
 
 def answer_sizes(result, targets: list[float], shapes=((1, None),)) -> list[dict]:
     """{"policy", "pods", "route", "capacity", "why"} for each curve policy of `result` in entries and each
     fleet shape (pods, route; (1, None) is the single cache)."""
-    if result.curves.empty:
-        return []
-    curves = result.curves[result.curves["capacity_unit"] == "entries"]
+    curves = None if result.curves.empty else result.curves[result.curves["capacity_unit"] == "entries"]
     answers = {} if result.sizing.empty else {
-        (r["policy"], r["pods"], r["route"]): r for r in result.sizing.to_dict("records")
-        if r["capacity_unit"] == "entries" and targets and r["target"] == targets[0] and r.get("reached")}
+        (r["policy"], r["pods"], r["route"]): r for r in records(result.sizing)
+        if r["capacity_unit"] == "entries" and targets and r["target"] == targets[0]}
     sizes = []
-    for policy in dict.fromkeys(curves["policy"]):
+    # The policies with a curve, and those sized by full runs alone (no curve models their options).
+    for policy in dict.fromkeys([*([] if curves is None else curves["policy"]), *(p for p, _, _ in answers)]):
         label = POLICIES[policy].label
         single = _curve_size(curves, policy, 1, None, targets, label)
         for pods, route in shapes:
             name = label if route is None else f"{label} x{pods} {route}"
             answer = answers.get((policy, pods, route))
-            if answer is not None:
+            if answer is not None and answer.get("reached"):
                 size = {"capacity": int(answer["capacity"]), "why": f"the size {name} needs for {targets[0]:.0%}"}
             else:
-                size = _curve_size(curves, policy, pods, route, targets, name) or single
+                size = _curve_size(curves, policy, pods, route, targets, name)
+            if size is None and answer is not None and answer.get("capacity") is not None:
+                # Out of reach, and no curve of its own to find a knee on: where every key fits.
+                size = {"capacity": int(answer["capacity"]),
+                        "why": f"{targets[0]:.0%} is out of reach; {name} at the size where every key fits"}
+            size = size or single
             if size is not None:
                 sizes.append({"policy": policy, "pods": pods, "route": route, **size})
     return sizes
@@ -46,6 +50,8 @@ def answer_sizes(result, targets: list[float], shapes=((1, None),)) -> list[dict
 
 def _curve_size(curves, policy: str, pods: int, route, targets: list[float], name: str) -> dict | None:
     """The size a curve gives without confirming runs: its knee, else where it stops growing."""
+    if curves is None:
+        return None
     mine = curves[(curves["policy"] == policy) & (curves["pods"] == pods)
                   & (curves["route"].isna() if route is None else curves["route"] == route)]
     if mine.empty:

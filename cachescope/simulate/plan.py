@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from cachescope.errors import UsageError
 from cachescope.simulate import options as opt
 from cachescope.simulate.capacity import Capacity, parse_capacities
-from cachescope.simulate.curve import curve_capacities as curve_capacities_of, parse_curve_policies, parse_sample
+from cachescope.simulate.curve import EXACT, curve_capacities as curve_capacities_of, parse_curve_policies, parse_sample
 from cachescope.simulate.fleet import parse_pods, parse_routes
 from cachescope.simulate.registry import BY_KEYWORD, POLICIES
 from cachescope.simulate.sizing import parse_targets
@@ -37,6 +37,9 @@ class Plan:
     sample_rate: float | None
     fleets_at_answer: list | None = None
     """Fleets asked for with curves but no capacity: the shapes to run at their answers (None otherwise)."""
+    sized_by_runs: list = field(default_factory=list)
+    """Curve policies whose curve the options rule out (LRU's stack with a TTL or a refresh schedule): their
+    answers come from full runs alone."""
     seeds: dict = field(default_factory=dict)
     """Per run and per fleet index, the seed of a confirming pass's draw (`_asks`)."""
 
@@ -58,8 +61,13 @@ def plan_of(call: dict, source) -> Plan:
     targets = [] if c["target"] is None else parse_targets(c["target"])
     if targets and not curve_policies:
         raise UsageError("a target hit rate is answered from a curve: give --curve lru as well")
+    # LRU's stack cannot model a TTL or a refresh schedule (they act on each capacity's own admission times):
+    # with a target, full runs alone size it; without one, the core refuses the curve in one line.
+    sized_by_runs = [p for p in curve_policies if targets and p in EXACT and c["sample"] is None
+                     and c["sample_keys"] is None and (c["ttl"] is not None or c["refresh_schedule"] is not None)]
+    curve_policies = [p for p in curve_policies if p not in sized_by_runs]
     asks = c["_asks"]
-    runs = requested_runs(c["capacities"], required=not curve_policies and asks is None)
+    runs = requested_runs(c["capacities"], required=not curve_policies and not sized_by_runs and asks is None)
     pods, route = c["pods"], c["route"]
     what_if = 0
     if c["one_pod_of"] is not None:
@@ -86,7 +94,7 @@ def plan_of(call: dict, source) -> Plan:
         fleets = [(a.policy, Capacity(a.capacity, a.unit), a.pods, a.route) for a in fleet_asks]
         seeds = {(kind, i): {"seed": float(a.seed)} for kind, group in (("run", singles), ("fleet", fleet_asks))
                  for i, a in enumerate(group) if a.seed is not None}
-        curve_policies, targets = [], []
+        curve_policies, targets, sized_by_runs = [], [], []
     shapes = fleet_shapes(fleets, c["_shapes"], what_if)
     if ("key-pattern" in routes) != (c["key_pattern"] is not None):
         raise UsageError("the key-pattern route and --key-pattern REGEX go together")
@@ -110,7 +118,7 @@ def plan_of(call: dict, source) -> Plan:
             raise UsageError("a rolling restart rolls across pods: give --pods as well")
         rolling = (opt.parse_duration(c["rolling_restart_every"]), opt.parse_duration(c["rolling_over"]))
     policy_params = checked_params(c["params"] or {}, {name for name, _ in runs} | {f[0] for f in fleets}
-                                   | set(curve_policies))
+                                   | set(curve_policies) | set(sized_by_runs))
     _check_numbers(c)
     restart_at = c["restart_at"]
     return Plan(
@@ -119,7 +127,8 @@ def plan_of(call: dict, source) -> Plan:
         restarts=[opt.parse_time(t) for t in ([restart_at] if isinstance(restart_at, str) else restart_at)],
         allow=None if c["allow_list"] is None else opt.read_allow_list(c["allow_list"]),
         schedule=[] if c["refresh_schedule"] is None else opt.read_refresh_rows(c["refresh_schedule"]),
-        sample_rate=parse_sample(c["sample"]), fleets_at_answer=at_answer, seeds=seeds,
+        sample_rate=parse_sample(c["sample"]), fleets_at_answer=at_answer, sized_by_runs=sized_by_runs,
+        seeds=seeds,
     )
 
 

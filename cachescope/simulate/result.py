@@ -21,7 +21,7 @@ class SimulationResult:
     `timeline`: one row per policy, capacity and window of `window` lookups.
 
     `.report(path)` and `.anatomy()` are the report's (cachescope/report/api.py), which reads results: this
-    module never imports it. They are there once `cachescope` or `cachescope.report` is imported."""
+    module never imports it. `cachescope.simulate_trace` (cachescope/api.py) gives results them."""
 
     def __init__(self, trace: TraceInfo, unique_keys: int, summary, infinite: dict, timeline, window: int,
                  has_clock: bool, granularity: str, first_ts: int | None = None, restart_times: list[int] = (),

@@ -24,6 +24,7 @@ from cachescope.errors import CachescopeError, UsageError
 from cachescope.simulate.fleet_parts import merge_fleet_parts
 from cachescope.simulate.options import read_refresh_rows, refresh_features
 from cachescope.simulate.result import SimulationResult
+from cachescope.trace.readers import input_reports
 
 # The routes whose pods are independent: a lookup's pod does not depend on the requests before it.
 SPLIT_ROUTES = ("entity", "key-pattern", "client")
@@ -31,8 +32,6 @@ SPLIT_ROUTES = ("entity", "key-pattern", "client")
 
 def task_outputs(source, sim, first_ts, with_curves: bool) -> dict:
     """What a task sends back: the core's outputs and the trace's counts, as plain data."""
-    from cachescope.simulate.engine import input_reports
-
     return {
         "results": sim.results(),
         "fleets": sim.fleets(),
@@ -90,12 +89,12 @@ class _SourceOf:
         self.unmatched_shards, self.key_pattern = part["unmatched_shards"], key_pattern
 
 
-def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: bool, policy_params: dict,
-                  curve_unit: str, targets: list) -> SimulationResult:
-    """Runs the sweep `call` (simulate_trace's arguments) as tasks on the cluster `call` names; returns the
-    serial run's result."""
+def sweep_on_dask(call: dict, source, plan, simulate) -> SimulationResult:
+    """Runs the sweep `call` (simulate_trace's arguments, `plan` what they ask for) as tasks on the cluster
+    `call` names, each task a call of `simulate` (simulate_trace); returns the serial run's result."""
     from cachescope.cluster import TaskFailed, cluster_threads, dask_client, default_workers, run_tasks
 
+    runs, fleets, with_curves = plan.runs, plan.fleets, bool(plan.curve_policies)
     trace = call["trace"]
     if not isinstance(trace, (str, list, tuple)) and not hasattr(trace, "__fspath__"):
         raise UsageError("a sweep on Dask reads the trace in every task: give its path, not an open source")
@@ -113,7 +112,7 @@ def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: boo
         threads = cluster_threads(client)
         subsets = _groups(_units(runs, fleets, with_curves, threads), threads)
         names = [_name(runs, fleets, s) for s in subsets]
-        args = [({**base, "_subset": s},) for s in subsets]
+        args = [(simulate, {**base, "_subset": s}) for s in subsets]
         parts = run_tasks(client, _task, args, names, progress=call["progress"], what="simulations")
     for p in parts:
         if isinstance(p, TaskFailed):
@@ -125,18 +124,16 @@ def sweep_on_dask(call: dict, source, runs: list, fleets: list, with_curves: boo
     schedule = call["refresh_schedule"]
     features = None if schedule is None else refresh_features(read_refresh_rows(schedule))
     result = SimulationResult.from_simulation(src, combined, call["window"], parts[0]["first_ts"], runs,
-                                              policy_params, [f[1].unit for f in fleets], features)
+                                              plan.policy_params, [f[1].unit for f in fleets], features)
     result.capture_stats = {"input": src.path, **src.capture_stats} if src.capture_stats else {}
     result.input_reports = parts[0]["input_reports"]
     if with_curves:
-        result.add_curves(combined.curves(), curve_unit, targets, call["entry_overhead"])
+        result.add_curves(combined.curves(), plan.curve_unit, plan.targets, call["entry_overhead"])
     return result
 
 
-def _task(kwargs: dict) -> dict:
-    from cachescope.simulate.engine import simulate_trace
-
-    return simulate_trace(**kwargs)
+def _task(simulate, kwargs: dict) -> dict:
+    return simulate(**kwargs)
 
 
 def _units(runs: list, fleets: list, with_curves: bool, threads: int) -> list[tuple]:

@@ -285,3 +285,9 @@ def open_trace(path: str, format: str | None = None, granularity: str = "field",
     """Opens a trace of any supported format (detected unless `format` is given), compressed or not, `-` for
     standard input; a packet capture is parsed on the fly, its Redis server on `ports`."""
     return TraceSource(path, format, granularity, ports, stop, csv_spec)
+
+
+def input_reports(source) -> list:
+    """What reading each input found (a capture's or text trace's counters), for the same report parse.py
+    gives; a merge's inputs each their own."""
+    return [{"input": s.path, **s.capture_stats} for s in getattr(source, "sources", [source]) if s.capture_stats]
