@@ -168,3 +168,18 @@ def test_what_a_curve_cannot_model_is_sized_by_full_runs_alone(sample_parquet):
                                            route=row["route"] or "random").summary["hit_rate"][0]
                  for c in (row["capacity"], int(row["capacity"] * 0.98))]
         assert rates[0] == pytest.approx(row["hit_rate"]) and rates[0] >= 0.4 > rates[1], row
+
+
+def test_a_fleet_timeline_is_one_panel_per_cache_with_its_routes_overlaid(sample_parquet):
+    result = cachescope.simulate_trace(sample_parquet, lru=[1000, 3000, 10000], pods="2,4", route="entity,random")
+    fig = result.plot()
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+    assert [ax.get_title() for ax in panels] == ["LRU 1k per pod", "LRU 3k per pod", "LRU 10k per pod"]
+    colors = {}
+    for ax in panels:
+        fleets = {line.get_label().split(":")[0]: line for line in ax.get_lines() if line.get_label()[0] == "x"}
+        assert set(fleets) == {"x2 entity", "x2 random", "x4 entity", "x4 random"}
+        for name, line in fleets.items():
+            colors.setdefault(name, line.get_color())
+            assert line.get_color() == colors[name], "one colour per fleet shape in every panel"
+            assert line.get_linestyle() == ("-" if "entity" in name else "--")

@@ -45,6 +45,11 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
     bound = tl[tl["policy"] == INFINITE.name]
     x, x_label, scale = _x_axis(result)
     panels = ax is None and len(runs) > MAX_TOGETHER
+    if panels and "pods" in result.summary and result.summary["pods"].notna().any():
+        fig = _fleet_panels(result, runs, bound, finals, x, x_label, scale, title)
+        if path is not None:
+            save(fig, path)
+        return fig
     if ax is not None:
         fig, axes = ax.figure, np.array([ax])
     else:
@@ -65,7 +70,7 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
                             run["pod_hit_rate_max"].to_numpy(dtype=float) * 100, color=run_color(i), alpha=0.15,
                             linewidth=0, label="lowest to highest pod" if i == 0 and not panels else None)
         if panels:
-            on.set_title(name, fontsize=9, color=run_color(i))
+            on.set_title(name, fontsize=9)
         elif ax is None and len(xs):
             ends.append((xs[-1], ys[-1], name, run_color(i)))
         if panels or i == 0:
@@ -117,6 +122,56 @@ def plot_timeline(result, path: str | None = None, title: str | None = None, ax=
             fig.suptitle(heading, fontsize=11)
     if path is not None:
         save(fig, path)
+    return fig
+
+
+SHARDED = ("entity", "key-pattern")
+
+
+def _fleet_panels(result, runs, bound, finals, x, x_label, scale, title):
+    """Fleets as small multiples by cache (policy and capacity per pod): in each panel every fleet of that cache
+    overlaid, one colour per pods and route across all panels, sharded solid and replicated dashed, each with
+    its overall hit rate; the bound in every panel, one legend."""
+    from cachescope.simulate.style import figure
+
+    def shape(index):
+        row = result.summary.iloc[index]
+        return (0, "") if _nan(row.get("pods")) else (int(row["pods"]), str(row["route"]))
+
+    def cache(index):
+        row = result.summary.iloc[index]
+        return label(row["policy"], row["capacity"], row["capacity_unit"])
+
+    by_cache: dict = {}
+    for run in runs:
+        by_cache.setdefault(cache(int(run["run"].iloc[0])), []).append(run)
+    shapes = sorted({shape(int(r["run"].iloc[0])) for r in runs})
+    colors = {s: run_color(i) for i, s in enumerate(shapes)}
+    cols = min(3, len(by_cache))
+    rows = -(-len(by_cache) // cols)
+    fig, axes = figure(rows, cols, (11, 2.6 * rows + 1.4), sharex=True, sharey=True)
+    axes = np.atleast_1d(axes).ravel()
+    for on, (name, group) in zip(axes, by_cache.items()):
+        on.plot(bound[x] / scale, bound["hit_rate"] * 100, color=BOUND, linestyle="--", linewidth=1)
+        for run in group:
+            index = int(run["run"].iloc[0])
+            pods, route = shape(index)
+            on.plot(run[x].to_numpy(dtype=float) / scale, run["hit_rate"].to_numpy(dtype=float) * 100,
+                    color=colors[(pods, route)], linewidth=1.4, linestyle="-" if route in SHARDED else "--",
+                    label=f"x{pods} {route}: {finals[index]:.1%}" if pods else f"one cache: {finals[index]:.1%}")
+        on.set_title(f"{name} per pod", fontsize=9)
+        on.legend(loc="lower right", fontsize=7)
+        on.set_ylim(0, 100)
+        on.set_xlim(left=0)
+        mark_restarts(on, _restart_offsets(result, scale), label=False)
+    for on in axes[len(by_cache):]:
+        on.set_axis_off()
+    fig.supxlabel(x_label, fontsize=9)
+    fig.supylabel(f"hit rate over the last {human_count(result.window)} lookups (%)", fontsize=9)
+    heading = title if title is not None else (f"Fleets' hit rate over time: {os.path.basename(result.trace.path)} "
+                                               "(sharded solid, replicated dashed; the bound grey)")
+    if heading:
+        fig.suptitle(heading, fontsize=11)
     return fig
 
 
