@@ -41,6 +41,11 @@ def answer_line(row: dict, overhead: int | None = None) -> str:
                + how)
     elif method not in ("exact", "confirmed") and row.get("hit_rate_low") is not None:
         how += f"; band {row['hit_rate_low']:.2%} to {row['hit_rate_high']:.2%}"
+    estimated, low = row.get("estimate_capacity"), row.get("estimate_hit_rate_low")
+    if method in ("exact", "confirmed") and estimated == estimated and low is not None and low == low:
+        # A sampled curve's own answer and band, beside what the full runs found.
+        how += (f"; the {row['estimate_method']} curve said {_fmt(row, estimated)}, band {low:.2%} to "
+                f"{row['estimate_hit_rate_high']:.2%}")
     parts = [f"{name} for {row['target']:.0%}: {_fmt(row, row['capacity'])} per pod -> {row['hit_rate']:.2%} ({how})"]
     memory = row.get("memory_bytes")
     if row["capacity_unit"] == "entries" and memory is not None and memory == memory:
