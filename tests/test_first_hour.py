@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -141,13 +142,45 @@ def test_progress_bars_are_drawn_on_a_terminal_only(monkeypatch, tty):
         assert stream.getvalue() == ""
 
 
-def test_a_redirected_stderr_gets_no_carriage_returns(tmp):
-    # A trace long enough for the bar's one-second delay to pass: the bundled MONITOR log.
-    with open(tmp / "err", "w") as err:
-        proc = subprocess.run([sys.executable, "simulate.py", "sample_traces/feature_store.monitor", "--lru", "1k",
-                               "--belady", "1k"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
-    assert proc.returncode == 0
-    assert "\r" not in (tmp / "err").read_text()
+_SLOW_READ = """
+import time
+from cachescope.progress import progress_bar
+with progress_bar(1000, "reading t.monitor", True) as bar:
+    time.sleep(1.3)  # past the bar's one-second delay
+    bar.update(500)
+    time.sleep(0.2)
+    bar.update(500)
+"""
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_redirected_stderr_gets_no_carriage_returns_a_terminal_gets_the_bar(tmp, terminal):
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    if terminal:
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns: room for a bar
+        proc = subprocess.run([sys.executable, "-c", _SLOW_READ], stderr=follower, env=env, timeout=60)
+        os.close(follower)
+        written = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed
+                break
+            if not chunk:
+                break
+            written += chunk
+        os.close(leader)
+        assert proc.returncode == 0 and b"\r" in written and b"reading t.monitor" in written, written
+    else:
+        with open(tmp / "err", "w") as err:
+            proc = subprocess.run([sys.executable, "-c", _SLOW_READ], stderr=err, env=env, timeout=60)
+        assert proc.returncode == 0 and (tmp / "err").read_text() == ""
 
 
 # --help examples, and a mistyped flag
