@@ -38,10 +38,11 @@ def parse_capacity(text) -> Capacity:
     if m and suffix in _COUNT_SUFFIX:
         return Capacity(_checked(float(m.group(1)) * _COUNT_SUFFIX[suffix], s, MAX_ENTRIES, "entries"), "entries")
     if m and suffix in _AMBIGUOUS and m.group(2).endswith("b"):
-        n = m.group(1)
-        raise UsageError(f"capacity {s!r} is ambiguous: write {n}{suffix[0]} for entries, or {n}{suffix.upper()} "
-                         f"({_BYTE_SUFFIX[suffix]:,} bytes each) or {n}{suffix[0].upper()}iB "
-                         f"({_BYTE_SUFFIX[suffix[0] + 'ib']:,} bytes each) for bytes")
+        n, x, k = m.group(1), float(m.group(1)), suffix[0]
+        entries = f"{n}{k} for {x * _COUNT_SUFFIX[k]:,.0f} entries, or " if k in _COUNT_SUFFIX else ""
+        raise UsageError(f"capacity {s!r} is ambiguous: write {entries}{n}{suffix.upper()} "
+                         f"({x * _BYTE_SUFFIX[suffix]:,.0f} bytes) or {n}{k.upper()}iB "
+                         f"({x * _BYTE_SUFFIX[k + 'ib']:,.0f} bytes) for a byte budget")
     if m and suffix in _BYTE_SUFFIX:
         return Capacity(_checked(float(m.group(1)) * _BYTE_SUFFIX[suffix], s, MAX_BYTES, "bytes"), "bytes")
     raise UsageError(f"capacity {s!r} is not a number of entries (100000, 1e5, 100k, 1M) nor of bytes (64MiB, 2GB)")
