@@ -31,7 +31,7 @@ def usage() -> str:
     lines = ["usage: cachescope COMMAND [options]   (cachescope COMMAND --help for its options)", "",
              "commands:"]
     lines += [f"  {name:<{width}}  {what}" for name, (_, what) in COMMANDS.items()]
-    lines += ["", "  --version   print the version and exit", "  --help      print this and exit"]
+    lines += ["", "  --version   print the version (and the git commit, from a checkout) and exit", "  --help      print this and exit"]
     return "\n".join(lines)
 
 
@@ -44,9 +44,9 @@ def main(argv=None) -> int:
         print(usage())
         return 0
     if argv[0] in ("-V", "--version"):
-        import cachescope
+        from cachescope.version import version_line
 
-        print(f"cachescope {cachescope.__version__}")
+        print(version_line("cachescope"))
         return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:

@@ -13,11 +13,44 @@ from cachescope.errors import CachescopeError
 EXIT_USAGE = 2
 
 
+class _Version(argparse.Action):
+    """`--version`: the version and the checkout's commit, looked up only when asked for (git is a process)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from cachescope.version import version_line
+
+        print(version_line(parser.prog))
+        parser.exit(0)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (and exit status 2), like every other error."""
+    """argparse, but a usage error is one line on stderr (and exit status 2), like every other error; every
+    command answers `--version`, and a mistyped flag gets the closest one suggested."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_argument("--version", action=_Version, help="print the version (and the git commit, from a "
+                                                              "checkout) and exit")
 
     def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._suggestion(message)} (see --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        """`; did you mean --target?` for an unrecognized `--traget`."""
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        import difflib
+
+        flags = [s for s in self._option_string_actions if s.startswith("--")]
+        for token in message[len("unrecognized arguments: "):].split():
+            if token.startswith("--"):
+                close = difflib.get_close_matches(token.split("=", 1)[0], flags, n=1, cutoff=0.6)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return ""
 
 
 class Terminated(BaseException):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -18,8 +19,24 @@ from cachescope.trace.formats import FORMATS
 from cachescope.trace.readers import GRANULARITIES
 
 
+def examples(prog: str) -> str:
+    """The `--help` epilog: a command for each of the first questions, on the bundled traces (run from the
+    repository's root; out/ is the ignored folder for outputs)."""
+    run = "python simulate.py" if prog == "simulate.py" else prog
+    return f"""examples (from the repository's root):
+  quick sizing: the hit rate of a few LRU sizes, next to the infinite cache (the bound)
+    {run} sample_traces/feature_store.monitor --lru 1k,10k,100k
+  curve and target: the hit rate at every capacity, the size that reaches 70% and 80%, and the plot
+    {run} sample_traces/feature_store.monitor --curve lru --target 70%,80% --plot out/curve.png
+  a capture of real traffic, the whole answer on one page
+    {run} sample_traces/feature_store_paced.pcap --port 16380 --curve lru --target 55% --report out/report.html
+  fleets: 8 and 32 pods with 10k entries each, replicated behind a load balancer or sharded by entity
+    {run} sample_traces/feature_store.monitor --lru 10k --pods 8,32 --route random,entity"""
+
+
 def build_parser(prog: str) -> Parser:
-    p = Parser(prog=prog, description="Simulate in-process cache policies over a Redis trace.")
+    p = Parser(prog=prog, description="Simulate in-process cache policies over a Redis trace.",
+               epilog=examples(prog), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", nargs="+",
                    help="trace file (commands, monitor or keys text, Parquet) or a pcap/pcapng capture, compressed "
                         "or not (gzip, zstd, xz, lz4), or - for standard input (tcpdump -w - | ...); several (the "
@@ -41,7 +58,7 @@ def build_parser(prog: str) -> Parser:
                         help="the curve's capacities: auto (log-spaced 2%% apart up to the unique keys), a list, or "
                              "N log-spaced points from MIN to MAX; entries or bytes (64MiB:8GiB:200)")
     curves.add_argument("--target", metavar="RATE[,RATE...]",
-                        help="hit rates to size for (70%%,80%%): for each curve policy, as one cache and as each "
+                        help="hit rates to size for (70%%,80%%; 80 and 0.8 are 80%%): for each curve policy, as one cache and as each "
                              "fleet of --pods x --route, the smallest capacity per pod whose full run reaches each "
                              "(the curve brackets it, full runs of the real policy confirm it to 1%%), its memory, "
                              "its byte budget, and the cheapest fleet")

@@ -12,7 +12,19 @@ def label(policy: str, capacity, unit: str = "entries") -> str:
     spec = POLICIES.get(policy, INFINITE)
     if capacity is None or _missing(capacity):
         return spec.label
-    return f"{spec.label} {human_bytes(capacity) if unit == 'bytes' else human_count(capacity)}"
+    return f"{spec.label} {capacity_bytes(capacity) if unit == 'bytes' else human_count(capacity)}"
+
+
+def capacity_bytes(n) -> str:
+    """A byte capacity as it was most likely written: `64 MiB`, `1 MB`, `1.5 GB`, `10 KB` (the unit of which it
+    is a whole number, or one with two decimals at most, largest first); `human_bytes` otherwise."""
+    n = int(n)
+    for binary, suffix_i, decimal, suffix in ((40, "TiB", 12, "TB"), (30, "GiB", 9, "GB"), (20, "MiB", 6, "MB"),
+                                             (10, "KiB", 3, "KB")):
+        for unit, name in ((1 << binary, suffix_i), (10**decimal, suffix)):
+            if n >= unit and (n * 100) % unit == 0:
+                return f"{n / unit:g} {name}"
+    return human_bytes(n)
 
 
 def human_bytes(n) -> str:

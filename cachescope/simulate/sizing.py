@@ -18,15 +18,17 @@ KNEE_GAIN = 0.01
 
 
 def parse_targets(value) -> list[float]:
-    """`70%`, `0.7`, or a comma list of them, as fractions in (0, 1]."""
+    """`80%`, `80` or `0.8` (all 80%), or a comma list of them, as fractions in (0, 1]: a number above 1 is a
+    percentage, one of at most 1 a fraction (so `1` is 100%, and 1% is written `1%`)."""
     items = value.split(",") if isinstance(value, str) else ([value] if isinstance(value, (int, float)) else list(value))
     targets = []
     for item in items:
         text = str(item).strip()
         m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(%?)", text)
         if not m:
-            raise UsageError(f"target {text!r} is not a hit rate (70% or 0.7)")
-        x = float(m.group(1)) / (100 if m.group(2) else 1)
+            raise UsageError(f"target {text!r} is not a hit rate (80%, 80 or 0.8)")
+        x = float(m.group(1))
+        x = x / 100 if m.group(2) or x > 1 else x
         if not 0 < x <= 1:
             raise UsageError(f"target {text!r} must be a hit rate above 0 and at most 100%")
         targets.append(x)
