@@ -677,6 +677,17 @@ impl Simulation {
         self.inner.add_shards(&capacities, unit, rate, samples, max_keys).map_err(value_err)
     }
 
+    /// Adds the SHARDS estimate of the LRU curve of a fleet of `pods` caches routed by `route` (as `add_fleet`
+    /// routes), capacities per pod; otherwise as `add_shards`.
+    #[pyo3(signature = (capacities, rate, samples, max_keys, entry_overhead, pods, route, seed=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_fleet_shards(&mut self, capacities: Vec<u64>, rate: f64, samples: usize, max_keys: Option<usize>,
+                        entry_overhead: Option<u32>, pods: u32, route: &str, seed: u64) -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        let route = crate::fleet::Route::parse(route, seed).map_err(value_err)?;
+        self.inner.add_fleet_shards(&capacities, unit, rate, samples, max_keys, pods, route).map_err(value_err)
+    }
+
     /// Adds miniature simulations of `policy` at `capacities`: `samples` disjoint samples of `rate` of the
     /// keys each, run through caches of capacity x rate.
     #[pyo3(signature = (policy, capacities, rate, samples, params=HashMap::new(), entry_overhead=None))]
@@ -1123,6 +1134,10 @@ fn policy_specs(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 fn shards_dict<'py>(py: Python<'py>, s: &crate::curve::Shards, lookups: u64) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("method", "shards")?;
+    if let Some((pods, route)) = s.fleet_shape() {
+        d.set_item("pods", pods)?;
+        d.set_item("route", route)?;
+    }
     d.set_item("capacities", s.capacities.clone().into_pyarray(py))?;
     let rows: Vec<f64> = s.samples.iter().flat_map(|x| x.hit_rates(lookups)).collect();
     let a = numpy::ndarray::Array2::from_shape_vec((s.samples.len(), s.capacities.len()), rows)

@@ -183,3 +183,20 @@ def test_a_fleet_timeline_is_one_panel_per_cache_with_its_routes_overlaid(sample
             colors.setdefault(name, line.get_color())
             assert line.get_color() == colors[name], "one colour per fleet shape in every panel"
             assert line.get_linestyle() == ("-" if "entity" in name else "--")
+
+
+def test_a_sampled_curve_brackets_fleets_too_and_the_runs_settle_them(sample_parquet):
+    """`--sample` gives each fleet a SHARDS curve of its own (with its band); the confirmed answers agree with
+    the exact curves' to the 1% the runs settle them to."""
+    shapes = dict(pods="4", route="entity,round-robin", target="35%")
+    sampled = cachescope.simulate_trace(sample_parquet, curve="lru", sample="10%", **shapes)
+    exact = cachescope.simulate_trace(sample_parquet, curve="lru", **shapes)
+    curves = sampled.to_json()["curves"]
+    assert {(c["pods"], c["route"], c["method"]) for c in curves} == \
+        {(1, None, "shards"), (4, "entity", "shards"), (4, "round-robin", "shards")}
+    assert all("hit_rate_low" in p for c in curves for p in c["points"])
+    want = {(r["pods"], r["route"]): r for r in exact.to_json()["sizing"]}
+    for row in sampled.to_json()["sizing"]:
+        assert row["estimate_method"] == "shards" and row["method"] in ("exact", "confirmed")
+        assert row["estimate_hit_rate_low"] < row["estimate_hit_rate_high"]
+        assert row["capacity"] == pytest.approx(want[(row["pods"], row["route"])]["capacity"], rel=0.011)

@@ -178,8 +178,8 @@ def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int
         keep = _useful(caps, np.round(mean * lookups).astype(np.int64), unit, unique_keys)
         frames.append(pd.DataFrame({
             "policy": policy,
-            "pods": 1,
-            "route": None,
+            "pods": curve.get("pods", 1),
+            "route": curve.get("route"),
             "capacity_unit": unit,
             "method": curve["method"],
             "sample_rate": rate,

@@ -361,7 +361,8 @@ def _live_stop(source, duration):
 
 def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params, shapes=()):
     """The exact LRU curve, or SHARDS with `rate` / `sample_keys`, and miniature simulations of the other
-    policies, each sampled curve once per salt; the exact LRU curve of each fleet `shapes` (pods, route) too."""
+    policies, each sampled curve once per salt; LRU's curve (exact or SHARDS) of each fleet `shapes` (pods,
+    route) too."""
     if isinstance(salts, bool) or not isinstance(salts, int) or not 1 <= salts <= 64:
         raise UsageError(f"salts {salts!r} must be a whole number of samples from 1 to 64")
     if sample_keys is not None and (isinstance(sample_keys, bool) or not isinstance(sample_keys, int)
@@ -382,7 +383,11 @@ def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, sa
             # A sample of R resolves depths of about 1 / R keys: an `auto` curve starts where the sample holds
             # a hundred of them, as miniature simulations do.
             low = math.ceil(MINISIM_MIN_ENTRIES / rate) * (1024 if unit == "bytes" else 1) if rate and auto else 0
-            sim.add_shards([c for c in caps if c >= low], rate or 1.0 / salts, salts, sample_keys, overhead)
+            shards_caps = [c for c in caps if c >= low]
+            sim.add_shards(shards_caps, rate or 1.0 / salts, salts, sample_keys, overhead)
+            for pods, route in shapes:
+                sim.add_fleet_shards(shards_caps, rate or 1.0 / salts, salts, sample_keys, overhead,
+                                     pods if route != "client" else 0, route)
         else:
             mini_rate = rate or MINISIM_RATE
             mini_caps = minisim_capacities(mini_rate, unit) if auto else caps

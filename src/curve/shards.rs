@@ -12,6 +12,10 @@
 //!
 //! Several samples run side by side on disjoint ranges of the key hash (`sample::Slices`): their spread is the
 //! curve's error band, and a lookup is hashed once for all of them.
+//!
+//! A fleet's SHARDS curve keeps a stack per pod in each sample, routed as the fleet's runs are (every read is
+//! routed, sampled or not, so that round-robin counts requests as the fleet does): a pod's LRU is a stack
+//! algorithm over its share, and a spatial sample of the keys is a sample of each pod's keys.
 
 use std::collections::BTreeSet;
 
@@ -19,6 +23,7 @@ use super::lru::weight;
 use super::sample::{Slices, MODULUS};
 use super::stack::Stack;
 use super::walk::{walk, Observer};
+use crate::fleet::{Route, Router};
 use crate::sim::events::Events;
 use crate::sim::options::{Options, Unit};
 use crate::sim::Membership;
@@ -30,13 +35,17 @@ pub struct Shards {
     slices: Slices,
     pub samples: Vec<Sample>,
     last_restart: Option<i64>,
+    /// The fleet's routing, None for a single cache; and its pods (the client route's grow with the clients).
+    router: Option<Router>,
+    pods: u32,
 }
 
 /// One sample: the keys whose place in its range is below `threshold`.
 pub struct Sample {
     threshold: u64,
     max_keys: Option<usize>,
-    stack: Stack,
+    /// One stack per pod (one for a single cache).
+    stacks: Vec<Stack>,
     /// (place, key) of the sampled keys, for fixed size: the largest leaves first.
     sampled: BTreeSet<(u64, u64)>,
     /// Hits per capacity bucket (the last bucket: misses at every capacity), in sampled lookups at the
@@ -63,13 +72,31 @@ impl Shards {
         let sample = || Sample {
             threshold: slices.width,
             max_keys,
-            stack: Stack::new(matches!(unit, Unit::Bytes { .. })),
+            stacks: vec![Stack::new(matches!(unit, Unit::Bytes { .. }))],
             sampled: BTreeSet::new(),
             buckets: vec![0.0; capacities.len() + 1],
             total: 0.0,
         };
         let samples = (0..samples).map(|_| sample()).collect();
-        Ok(Shards { capacities, unit, slices, samples, last_restart: None })
+        Ok(Shards { capacities, unit, slices, samples, last_restart: None, router: None, pods: 1 })
+    }
+
+    /// The SHARDS curve of a fleet of `pods` caches routed by `route`, capacities per pod.
+    pub fn fleet(capacities: &[u64], unit: Unit, rate: f64, samples: usize, max_keys: Option<usize>, pods: u32,
+                 route: Route) -> Result<Shards, String> {
+        if pods == 0 && route != Route::Client {
+            return Err("a fleet needs at least one pod".into());
+        }
+        let mut shards = Shards::new(capacities, unit, rate, samples, max_keys)?;
+        shards.router = Some(Router::new(route, pods));
+        shards.pods = pods;
+        Ok(shards)
+    }
+
+    /// Pods and route of a fleet's curve; None for a single cache.
+    pub fn fleet_shape(&self) -> Option<(u32, &'static str)> {
+        let stacks = self.samples.iter().map(|s| s.stacks.len()).max().unwrap_or(1) as u32;
+        self.router.as_ref().map(|r| (self.pods.max(stacks), r.route.name()))
     }
 
     pub fn process(&mut self, ev: &Events, members: &Membership, opts: &Options, first_ts: Option<i64>) {
@@ -106,9 +133,13 @@ impl Sample {
     }
 
     /// A lookup of a key at `place` in this sample's range, of weight `w`, in a cache (or not).
-    fn read(&mut self, key: u64, place: u64, w: u32, cacheable: bool, capacities: &[u64]) {
+    fn read(&mut self, key: u64, place: u64, w: u32, cacheable: bool, capacities: &[u64], pod: usize) {
         if place >= self.threshold {
             return;
+        }
+        if pod >= self.stacks.len() {
+            let bytes = self.stacks[0].counts_bytes();
+            self.stacks.resize_with(pod + 1, || Stack::new(bytes));
         }
         let miss = capacities.len();
         if !cacheable {
@@ -117,7 +148,7 @@ impl Sample {
             return;
         }
         let rate = self.rate();
-        let bucket = match self.stack.access_parts(key, w) {
+        let bucket = match self.stacks[pod].access_parts(key, w) {
             Some((above, own)) => {
                 // What lies above the key in the sample stands for 1 / rate as much in the full stream; the
                 // key itself is one key.
@@ -143,12 +174,12 @@ impl Sample {
         let old = self.rate();
         while self.sampled.len() > max_keys {
             let (place, key) = self.sampled.pop_last().expect("more than max_keys >= 1 keys");
-            self.stack.forget(key);
+            self.stacks.iter_mut().for_each(|s| s.forget(key));
             self.threshold = place;
             // Every other key at the same place leaves too: the sample is "place below the threshold".
             while let Some(&(p, k)) = self.sampled.last().filter(|(p, _)| *p == place) {
                 self.sampled.remove(&(p, k));
-                self.stack.forget(k);
+                self.stacks.iter_mut().for_each(|s| s.forget(k));
             }
         }
         let scale = self.rate() / old;
@@ -160,23 +191,28 @@ impl Sample {
 impl Observer for Shards {
     fn restart(&mut self) {
         for s in &mut self.samples {
-            s.stack.clear();
+            s.stacks.iter_mut().for_each(Stack::clear);
             s.sampled.clear();
         }
     }
 
     fn read(&mut self, ev: &Events, i: usize, opts: &Options) {
         let key = ev.keys[i];
+        let pod = self.router.as_mut().map_or(0, |r| r.pod(ev, i) as usize);
         if let Some((s, place)) = self.slices.find(key) {
             let cacheable = opts.allow.as_ref().is_none_or(|a| a.contains(&ev.field(i)));
-            self.samples[s].read(key, place, weight(self.unit, ev, i), cacheable, &self.capacities);
+            self.samples[s].read(key, place, weight(self.unit, ev, i), cacheable, &self.capacities, pod);
         }
     }
 
     fn invalidate(&mut self, key: u64) {
         if let Some((s, place)) = self.slices.find(key) {
             let sample = &mut self.samples[s];
-            if place < sample.threshold && sample.stack.remove(key) && sample.max_keys.is_some() {
+            let mut removed = false;
+            for stack in &mut sample.stacks {
+                removed |= stack.remove(key);  // a replicated fleet may hold the key in several pods
+            }
+            if place < sample.threshold && removed && sample.max_keys.is_some() {
                 sample.sampled.remove(&(place, key));
             }
         }

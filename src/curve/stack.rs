@@ -65,6 +65,11 @@ impl Stack {
         }
     }
 
+    /// Whether depths are in bytes (weights) rather than entries.
+    pub fn counts_bytes(&self) -> bool {
+        self.bytes
+    }
+
     /// The lookup's depth before it (in entries, or bytes), or None for a key not in the stack; then moves the
     /// key to the top with `weight` (a key already there keeps the weight it was admitted with, as a cache
     /// entry keeps its size on a hit).

@@ -73,3 +73,32 @@ fn sampled_curves_come_near_the_exact_one() {
         assert!((got - w).abs() < 0.03, "capacity {}: {got} vs {w}", CAPS[i]);
     }
 }
+
+#[test]
+fn at_rate_one_a_fleets_samples_are_its_exact_curve() {
+    // Every read routed (round-robin counts requests), each pod its own stack: at rate 1 the SHARDS curve of a
+    // fleet is its exact curve, for a sharded and a replicated route, fixed rate and fixed size.
+    use crate::fleet::Route;
+    let keys = zipf_keys(60_000, 2);
+    let reqs: Vec<u64> = (0..keys.len() as u64).map(|i| i / 3).collect();
+    let ev = Events { reqs: Some(&reqs), ..Events::reads(&keys) };
+    let (members, opts) = (Membership::new([]), Options::with_window(1000));
+    for route in [Route::Entity, Route::RoundRobin] {
+        let mut exact = LruCurve::fleet(&CAPS, Unit::Entries, 8, 5, route).unwrap();
+        exact.process(&ev, &members, &opts, None);
+        let want = cumulative(&exact.counts().hits);
+        let single = {
+            let mut one = LruCurve::new(&CAPS, Unit::Entries, 8).unwrap();
+            one.process(&ev, &members, &opts, None);
+            cumulative(&one.counts().hits)
+        };
+        assert_ne!(want, single, "{}: five pods are not one cache", route.name());
+        for max_keys in [None, Some(1 << 20)] {
+            let mut shards = Shards::fleet(&CAPS, Unit::Entries, 1.0, 1, max_keys, 5, route).unwrap();
+            shards.process(&ev, &members, &opts, None);
+            assert_eq!(shards.fleet_shape(), Some((5, route.name())));
+            let (hits, _) = shards.samples[0].estimate();
+            assert_eq!(hits.iter().map(|&h| h as u64).collect::<Vec<_>>(), want, "{}", route.name());
+        }
+    }
+}

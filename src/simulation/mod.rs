@@ -112,6 +112,15 @@ impl Simulation {
         Ok(())
     }
 
+    /// Adds the SHARDS estimate of a fleet's LRU curve (`pods` caches routed by `route`), capacities per pod.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_fleet_shards(&mut self, capacities: &[u64], unit: Unit, rate: f64, samples: usize,
+                            max_keys: Option<usize>, pods: u32, route: Route) -> Result<(), String> {
+        self.check_lru_curve(unit)?;
+        self.curves.push(Curve::Shards(Shards::fleet(capacities, unit, rate, samples, max_keys, pods, route)?));
+        Ok(())
+    }
+
     /// Adds miniature simulations of `policy` at `capacities` over `samples` disjoint samples of `rate` of the
     /// keys each.
     pub fn add_minisim(&mut self, policy: &str, capacities: &[u64], unit: Unit, params: &[(String, f64)],
