@@ -699,6 +699,20 @@ impl Simulation {
         self.inner.add_minisim(policy, &capacities, unit, &params, rate, samples).map_err(value_err)
     }
 
+    /// Adds miniature simulations of a fleet of `pods` caches of `policy` routed by `route` (as `add_fleet`
+    /// routes), capacities per pod; otherwise as `add_minisim`.
+    #[pyo3(signature = (policy, capacities, rate, samples, pods, route, params=HashMap::new(), entry_overhead=None, seed=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_fleet_minisim(&mut self, policy: &str, capacities: Vec<u64>, rate: f64, samples: usize, pods: u32,
+                         route: &str, params: HashMap<String, f64>, entry_overhead: Option<u32>, seed: u64)
+                         -> PyResult<()> {
+        let unit = entry_overhead.map_or(Unit::Entries, |entry_overhead| Unit::Bytes { entry_overhead });
+        let mut params: Vec<(String, f64)> = params.into_iter().collect();
+        params.sort_by(|a, b| a.0.cmp(&b.0));
+        let route = crate::fleet::Route::parse(route, seed).map_err(value_err)?;
+        self.inner.add_fleet_minisim(policy, &capacities, unit, &params, rate, samples, pods, route).map_err(value_err)
+    }
+
     /// Adds a fleet of `pods` caches of `policy` at `capacity` each (bytes when `entry_overhead` is given),
     /// routed by `route` (`random`, `round-robin`, `entity`); with `rolling` (every_ns, over_ns), a rolling
     /// restart of the pods every `every_ns`, from the first pod to the last over `over_ns`.
@@ -1154,6 +1168,10 @@ fn minisim_dict<'py>(py: Python<'py>, m: &crate::curve::MiniSim) -> PyResult<Bou
     let d = PyDict::new(py);
     d.set_item("method", "minisim")?;
     d.set_item("policy", m.policy.as_str())?;
+    if let Some((pods, route)) = m.fleet_shape() {
+        d.set_item("pods", pods)?;
+        d.set_item("route", route)?;
+    }
     d.set_item("capacities", m.capacities.clone().into_pyarray(py))?;
     d.set_item("scaled_capacities", m.scaled_capacities().into_pyarray(py))?;
     d.set_item("sample_rate", m.rate())?;

@@ -90,7 +90,10 @@ def test_the_byte_budget_reaches_the_target_as_a_byte_capacity(sized, sample_par
 def test_the_json_carries_the_fleet_curves_the_sizing_and_the_cheapest(sized):
     doc = json.loads(json.dumps(sized.to_json()))
     shapes = {(c["policy"], c["pods"], c["route"]) for c in doc["curves"]}
-    assert {("lru", 1, None), ("lru", 4, "entity"), ("lru", 4, "random"), ("wtinylfu", 1, None)} <= shapes
+    assert {("lru", 1, None), ("lru", 4, "entity"), ("lru", 4, "random"), ("wtinylfu", 1, None),
+            ("wtinylfu", 4, "entity"), ("wtinylfu", 4, "random")} <= shapes
+    minisims = [c for c in doc["curves"] if c["policy"] == "wtinylfu"]
+    assert all(c["method"] == "minisim" and "hit_rate_low" in c["points"][0] for c in minisims)
     keys = {"policy", "target", "pods", "route", "capacity", "hit_rate", "method", "hit_rate_low", "hit_rate_high",
             "memory_bytes", "fleet_memory_bytes", "capacity_bytes", "reached"}
     for row in doc["sizing"]:

@@ -361,8 +361,7 @@ def _live_stop(source, duration):
 
 def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, salts, params, shapes=()):
     """The exact LRU curve, or SHARDS with `rate` / `sample_keys`, and miniature simulations of the other
-    policies, each sampled curve once per salt; LRU's curve (exact or SHARDS) of each fleet `shapes` (pods,
-    route) too."""
+    policies, each sampled curve once per salt; each fleet `shapes` (pods, route) its own curves too."""
     if isinstance(salts, bool) or not isinstance(salts, int) or not 1 <= salts <= 64:
         raise UsageError(f"salts {salts!r} must be a whole number of samples from 1 to 64")
     if sample_keys is not None and (isinstance(sample_keys, bool) or not isinstance(sample_keys, int)
@@ -392,6 +391,9 @@ def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, sa
             mini_rate = rate or MINISIM_RATE
             mini_caps = minisim_capacities(mini_rate, unit) if auto else caps
             sim.add_minisim(policy, mini_caps, mini_rate, salts, params.get(policy, {}), overhead)
+            for pods, route in shapes:
+                sim.add_fleet_minisim(policy, mini_caps, mini_rate, salts, pods if route != "client" else 0, route,
+                                      params.get(policy, {}), overhead)
 
 
 def _restart_interval(restart_every) -> int:

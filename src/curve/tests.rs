@@ -102,3 +102,32 @@ fn at_rate_one_a_fleets_samples_are_its_exact_curve() {
         }
     }
 }
+
+#[test]
+fn at_rate_one_a_fleets_miniature_simulation_is_the_fleet() {
+    // Rate 1, one sample: the miniature fleet is the fleet itself, pod for pod, for a sharded and a replicated
+    // route; with writes that invalidate, which reach every pod.
+    use crate::fleet::{Fleet, Route};
+    use crate::sim::options::WriteMode;
+    use crate::trace::reader::{OP_READ, OP_WRITE};
+    let keys = zipf_keys(60_000, 3);
+    let reqs: Vec<u64> = (0..keys.len() as u64).map(|i| i / 3).collect();
+    let ops: Vec<u8> = (0..keys.len()).map(|i| if i % 53 == 7 { OP_WRITE } else { OP_READ }).collect();
+    let fields = vec![1u64; keys.len()];
+    let ev = Events { reqs: Some(&reqs), ops: Some(&ops), fields: Some(&fields), ..Events::reads(&keys) };
+    let members = Membership::new([]);
+    let opts = Options { writes: WriteMode::Invalidate, ..Options::with_window(1000) };
+    for route in [Route::Entity, Route::RoundRobin] {
+        let mut mini = MiniSim::fleet("s3fifo", &CAPS[2..], Unit::Entries, &[], 1.0, 1, 5, route).unwrap();
+        mini.process(&ev, &members, &opts, None);
+        assert_eq!(mini.fleet_shape(), Some((5, route.name())));
+        for (k, &c) in CAPS[2..].iter().enumerate() {
+            let mut sim = crate::simulation::Simulation::new(&[], opts.clone(), None).unwrap();
+            sim.add_fleet("s3fifo", c, Unit::Entries, &[], 5, route, None).unwrap();
+            sim.feed(&ev).unwrap();
+            let fleet: &Fleet = &sim.fleets()[0];
+            let hits: u64 = fleet.counters().iter().map(|c| c.hits).sum();
+            assert_eq!(mini.counters()[0][k].hits, hits, "{} at {c}", route.name());
+        }
+    }
+}

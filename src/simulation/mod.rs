@@ -130,6 +130,15 @@ impl Simulation {
         Ok(())
     }
 
+    /// Adds miniature simulations of a fleet of `pods` caches of `policy` routed by `route`, capacities per pod.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_fleet_minisim(&mut self, policy: &str, capacities: &[u64], unit: Unit, params: &[(String, f64)],
+                             rate: f64, samples: usize, pods: u32, route: Route) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.curves.push(Curve::Mini(MiniSim::fleet(policy, capacities, unit, params, rate, samples, pods, route)?));
+        Ok(())
+    }
+
     /// Adds a fleet of `pods` caches of `policy` at `capacity` each, routed by `route`.
     #[allow(clippy::too_many_arguments)]
     pub fn add_fleet(&mut self, policy: &str, capacity: u64, unit: Unit, params: &[(String, f64)], pods: u32,
