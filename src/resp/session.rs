@@ -145,6 +145,9 @@ pub struct Session {
     queue: VecDeque<Pending>,
     /// Index of the first command waiting for its reply (`queue.len()` when none is).
     cursor: usize,
+    /// Commands in `queue` waiting for their reply (`Wait::Reply`), kept as they change: counting them per
+    /// command made a deep pipeline quadratic (every command scanned all those before it).
+    waiting: usize,
     pairing: Pairing,
     /// The reply parser's frame boundaries are the stream's (false after a reply-side loss).
     framed: bool,
@@ -190,6 +193,7 @@ impl Session {
             events: Vec::new(),
             queue: VecDeque::new(),
             cursor: 0,
+            waiting: 0,
             pairing: if mid { Pairing::Unsynced } else { Pairing::Synced },
             framed: !mid,
             modes: Modes {
@@ -362,8 +366,7 @@ impl Session {
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
         if self.pairing == Pairing::Synced {
-            let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
-            self.pairing = Pairing::Draining(self.skip + waiting as u64);
+            self.pairing = Pairing::Draining(self.skip + self.waiting as u64);
             self.drain_check(out);
         }
     }
@@ -408,6 +411,7 @@ impl Session {
             }
         }
         self.prev_end = self.prev_end.max(cmd.end_ts);
+        self.waiting += (p.wait == Wait::Reply) as usize;
         self.queue.push_back(p);
         self.fix_cursor();
         self.bound_queue(out);
@@ -489,7 +493,10 @@ impl Session {
             }
             let Some(front) = self.queue.front_mut() else { return };
             match front.wait {
-                Wait::Reply => self.skip += 1,
+                Wait::Reply => {
+                    self.skip += 1;
+                    self.waiting -= 1;
+                }
                 Wait::Exec => self.tx_broken = true,
                 Wait::Done => {}
             }
@@ -527,6 +534,15 @@ impl Session {
         taken
     }
 
+    /// Panics if the counts kept as the queue changes differ from a count over it (tests only: the count
+    /// is what the kept ones avoid).
+    #[cfg(test)]
+    pub fn check_counts(&self) {
+        let waiting = self.queue.iter().filter(|p| p.wait == Wait::Reply).count();
+        assert_eq!(self.waiting, waiting, "commands waiting for their reply");
+        assert!(self.queue.iter().take(self.cursor).all(|p| p.wait != Wait::Reply), "a command before the cursor waits");
+    }
+
     /// The send time of the oldest command this session has not passed on yet (waiting for its reply, or
     /// still being read): no row it passes on later can be older. None when it holds none.
     pub fn oldest_pending_ts(&self) -> Option<i64> {
@@ -540,8 +556,7 @@ impl Session {
         if self.pairing == Pairing::Unsynced {
             return 0;
         }
-        let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
-        waiting + self.skip as usize
+        self.waiting + self.skip as usize
     }
 
     fn reply_frames(&mut self, ts: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
@@ -620,6 +635,7 @@ impl Session {
             }
         }
         self.cursor = self.queue.len();
+        self.waiting = 0;
         self.pairing = Pairing::Unsynced;
         self.skip = 0;
         self.tx_broken = false;
@@ -694,6 +710,7 @@ impl Session {
         }
         if queued && !matches!(p.class, Class::Exec | Class::Discard | Class::Multi) {
             self.queue[i].wait = Wait::Exec;
+            self.waiting -= 1;
         } else {
             let reply = if p.class == Class::Exec {
                 self.pair_exec(ts)
@@ -724,6 +741,7 @@ impl Session {
 
     fn set_done(&mut self, i: usize, reply: Stored, ts: i64) {
         let p = &mut self.queue[i];
+        self.waiting -= (p.wait == Wait::Reply) as usize;
         p.wait = Wait::Done;
         p.reply = reply;
         p.reply_ts = Some(ts);

@@ -1,5 +1,6 @@
 //! Tests of the RESP module as a whole: frames, pairing, losses, and properties over random traffic.
 
+mod depth;
 mod frames;
 mod losses;
 mod pairing;
