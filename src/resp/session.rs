@@ -33,6 +33,16 @@
 //! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
 //! so a turn needs them first.
 //!
+//! A command found by searching (after a loss, or at a mid-stream start) is held on probation by the request
+//! parser until the next command follows it at once; the server's answer confirms it too, which keeps the
+//! last command before a loss or the capture's end. A reply frame answers the held command when it is the
+//! first frame that finds nothing owed after the command ended, the client quiet since and the server quiet
+//! while the command was sent (a turn); it confirms the command when it is of its shape and no error
+//! (`summary::confirms`), and a second such frame withdraws that. When the reply stream lost its frame
+//! boundaries, the first reply bytes after such a held command restart the reply parser, as a turn would.
+//! A command both answered and followed by the next one ends probation (both streams agree where it ended),
+//! so a request-response connection picked up mid-stream pairs from its second command.
+//!
 //! What stays uncertain: at a mid-stream start, a command sent just before the capture began has a reply the
 //! count above does not know of; a client that pipelines across that very moment can be paired one reply
 //! off. The shape check catches that for HMGET/MGET (an array of the wrong length) and HGETALL, not for two
@@ -46,7 +56,7 @@ use super::command::Command;
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
-    classify, compatible, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
+    classify, compatible, confirms, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
 use super::{Direction, Limits, RespStats};
 
@@ -302,7 +312,13 @@ impl Session {
 
     /// The connection closed or the capture ended: every command still waiting is emitted, its reply unknown.
     pub fn finish(&mut self, out: &mut impl FnMut(&Command)) {
-        self.req.finish(&mut self.args);
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        // The stream ended: nothing after it for a turn to wait on (`on_events` only moves `prev_end` up).
+        let ts = self.prev_end;
+        self.req.finish(&mut self.args, &mut events);
+        self.on_events(&events, ts, out);
+        self.events = events;
         self.lose_pairing(out);
         self.copy_counts();
     }
@@ -407,7 +423,10 @@ impl Session {
                 self.owed.clear();
             } else {
                 p.wait = Wait::Done;
-                self.owe(class, cmd.argc, cmd.end_ts);
+                if !cmd.replied {
+                    // (Its reply was read while it was held: nothing is owed.)
+                    self.owe(class, cmd.argc, cmd.end_ts);
+                }
             }
         }
         self.prev_end = self.prev_end.max(cmd.end_ts);
@@ -475,6 +494,38 @@ impl Session {
             return false;
         }
         self.rep.at_boundary() && self.owed.settled()
+    }
+
+    /// Whether a reply arriving now at `ts`, while the reply stream's frame boundaries are lost, begins at a
+    /// frame that may answer the command the request parser holds on probation: the server has been quiet
+    /// since that command began and speaks after it ended, while the client has sent nothing after it, and
+    /// every command seen since pairing was lost has been answered (none is waiting before it).
+    fn held_turn(&self, ts: i64) -> bool {
+        self.pairing == Pairing::Unsynced
+            && self.owed.settled()
+            && self.req.held_quiet().is_some_and(|h| h.mark == self.reply_bytes && ts >= h.end_ts)
+    }
+
+    /// A reply frame (starting at `ts`) while pairing is lost, before it counts for the commands owed one.
+    /// When it came after the command held on probation ended, with the client quiet since and no command
+    /// seen before it still owed a reply, it is that command's reply, if that is a command: once confirmed,
+    /// it owes none (else a turn would wait forever for a reply already read). It also confirms the command
+    /// when the command was sent at a turn (`Parsed::turn`: the server quiet while it was sent, so it was
+    /// not answering the bytes around it) and the reply is of its shape (`confirms`). A second such frame
+    /// withdraws the confirmation: one of the two answers a command not seen, so the first need not have
+    /// been the held command's.
+    fn answer_held(&mut self, ts: i64, top: &super::reply::Node) {
+        let Some(h) = self.req.held_quiet() else { return };
+        if ts < h.end_ts || !self.owed.settled() {
+            return;
+        }
+        if h.replied {
+            self.req.held_replied(false);
+            return;
+        }
+        let whole = !h.truncated && !h.refused && h.elided == 0;
+        let answered = h.turn && whole && confirms(classify(self.args_of(&h)), h.argc, top);
+        self.req.held_replied(answered);
     }
 
     /// Emits the oldest commands while the queue is over its bounds.
@@ -562,6 +613,16 @@ impl Session {
     fn reply_frames(&mut self, ts: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
         if data.is_empty() || max_frames == 0 {
             return 0;
+        }
+        if self.req.held_quiet().is_some_and(|h| h.mark == self.reply_bytes) {
+            self.req.held_at_turn();
+        }
+        if !self.framed && self.held_turn(ts) {
+            // The server speaks after a command it may answer, quiet since that command began: a reply
+            // begins here (as at a turn), which may confirm it (`answer_held`).
+            self.rep.reset();
+            self.framed = true;
+            self.stats.reply_resyncs += 1;
         }
         self.last_reply_ts = Some(ts);
         if !self.framed {
@@ -685,6 +746,7 @@ impl Session {
         }
         if self.pairing == Pairing::Unsynced {
             self.stats.unpaired_replies += 1;
+            self.answer_held(ts, &top);
             self.owed.answer(ts);
             return;
         }

@@ -4,6 +4,7 @@ mod depth;
 mod frames;
 mod losses;
 mod pairing;
+mod pickup;
 mod planted;
 mod props;
 mod traffic;
