@@ -472,6 +472,7 @@ impl CaptureParser {
         }
         d.set_item("other_commands", self.inner.other_commands().clone())?;
         d.set_item("error_replies", self.inner.error_replies().clone())?;
+        d.set_item("error_commands", self.inner.error_commands().clone())?;
         Ok(d)
     }
 }
@@ -555,6 +556,7 @@ impl StreamParser {
         }
         d.set_item("other_commands", self.inner.row_stats().other_commands.clone())?;
         d.set_item("error_replies", self.inner.row_stats().error_replies.clone())?;
+        d.set_item("error_commands", self.inner.row_stats().error_commands.clone())?;
         Ok(d)
     }
 }
