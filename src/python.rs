@@ -905,10 +905,10 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
 /// The ports of a capture that carry Redis commands (found by content, one pass over the file), and the
 /// ports that look like servers with their segments, busiest first.
 #[pyfunction]
-fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>)> {
+fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>, Vec<(u16, u64)>)> {
     let file = open_source(path, None, Vec::new(), None)?;
     let report = py.detach(|| parse::discover_ports(crate::capture::ReadAhead::new(file), path)).map_err(trace_err)?;
-    Ok((report.redis, report.servers))
+    Ok((report.redis, report.servers, report.tls))
 }
 
 /// Whether these first bytes are a pcap or pcapng file.

@@ -58,6 +58,7 @@ use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
     classify, compatible, confirms, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
+use super::tls::is_tls_record;
 use super::{Direction, Limits, RespStats};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -981,16 +982,4 @@ impl Session {
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
     frame.nodes.first().is_some_and(|n| n.kind == Kind::Simple) && frame.tag() == Some(b"QUEUED")
-}
-
-/// Whether client bytes begin with a TLS record header: content type (handshake 0x16 as a connection opens;
-/// alert, change cipher spec or application data picked up mid-stream), version 3.x, a length a record can
-/// have. RESP begins with `*` and an inline command with a letter: neither is a control byte.
-fn is_tls_record(d: &[u8]) -> bool {
-    match d {
-        [t, 3, minor, rest @ ..] if (0x14..=0x17).contains(t) && *minor <= 4 => {
-            rest.len() < 2 || u16::from_be_bytes([rest[0], rest[1]]) <= (1 << 14) + 2048
-        }
-        _ => false,
-    }
 }
