@@ -30,6 +30,8 @@ def check_outputs(inputs, outputs) -> None:
     # `-` is standard input, no file an output could overwrite.
     inputs = [(flag, os.fspath(p)) for flag, p in inputs if p is not None and os.fspath(p) != "-"]
     outputs = [(flag, os.fspath(p)) for flag, p in outputs if p is not None]
+    for flag, path in outputs:
+        check_writable(flag, path)
     for i, (flag, path) in enumerate(outputs):
         if not _is_regular_or_absent(path):
             continue
@@ -39,6 +41,24 @@ def check_outputs(inputs, outputs) -> None:
         for other_flag, other in outputs[:i]:
             if _same(path, other):
                 raise UsageError(f"{path}: {flag} and {other_flag} would write the same file; give each its own")
+
+
+def check_writable(flag: str, path: str) -> None:
+    """Refuses an output that cannot be written, before any work is done: its folder is missing, is no folder,
+    or cannot be written in (an output is made there and renamed); a FIFO or a device that cannot be opened
+    for writing. Otherwise a long parse or simulation would run first, then fail on its last step."""
+    full = os.path.abspath(path)
+    if in_place(full):
+        if os.path.exists(full) and not os.access(full, os.W_OK):
+            raise UsageError(f"{path}: {flag} cannot be written (permission denied)")
+        return
+    folder = os.path.dirname(os.path.realpath(full.rstrip(os.sep) or os.sep))
+    if not os.path.exists(folder):
+        raise UsageError(f"{path}: {flag}: the folder {folder} does not exist")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{path}: {flag}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{path}: {flag}: cannot write in the folder {folder} (permission denied)")
 
 
 def in_place(path: str) -> bool:

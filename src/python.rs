@@ -472,6 +472,7 @@ impl CaptureParser {
         }
         d.set_item("other_commands", self.inner.other_commands().clone())?;
         d.set_item("error_replies", self.inner.error_replies().clone())?;
+        d.set_item("error_commands", self.inner.error_commands().clone())?;
         Ok(d)
     }
 }
@@ -555,6 +556,7 @@ impl StreamParser {
         }
         d.set_item("other_commands", self.inner.row_stats().other_commands.clone())?;
         d.set_item("error_replies", self.inner.row_stats().error_replies.clone())?;
+        d.set_item("error_commands", self.inner.row_stats().error_commands.clone())?;
         Ok(d)
     }
 }
@@ -951,10 +953,10 @@ fn run_dict<'py>(py: Python<'py>, r: &sim::Run) -> PyResult<Bound<'py, PyDict>> 
 /// The ports of a capture that carry Redis commands (found by content, one pass over the file), and the
 /// ports that look like servers with their segments, busiest first.
 #[pyfunction]
-fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>)> {
+fn discover_ports(py: Python<'_>, path: &str) -> PyResult<(Vec<u16>, Vec<(u16, u64)>, Vec<(u16, u64)>)> {
     let file = open_source(path, None, Vec::new(), None)?;
     let report = py.detach(|| parse::discover_ports(crate::capture::ReadAhead::new(file), path)).map_err(trace_err)?;
-    Ok((report.redis, report.servers))
+    Ok((report.redis, report.servers, report.tls))
 }
 
 /// Whether these first bytes are a pcap or pcapng file.

@@ -129,6 +129,28 @@ def test_drops_are_reported_with_a_warning(tmp_path):
     assert "WARNING" not in err.getvalue()
 
 
+def test_the_loopback_double_count_is_explained(tmp_path):
+    """On lo the kernel counts each packet twice in "received by filter"; the report says why, on lo only."""
+    import io
+
+    from cachescope.capture.packets import CaptureResult
+    from cachescope.capture.status import Status
+    from cachescope.capture.tcpdump import CaptureStats
+    from cachescope.cli.capture import report
+
+    pcap = tmp_path / "c.pcap"
+    pcap.write_bytes(b"\0" * 24)
+    said = {}
+    for interface in ("lo", "any", "no-such-interface"):
+        err = io.StringIO()
+        report(CaptureResult(CaptureStats(100, 200, 0, None), [str(pcap)], 1.0), Status("capture.py", err),
+               interface=interface)
+        said[interface] = err.getvalue().splitlines()
+    assert said["lo"][1].startswith("capture.py: (on the loopback interface lo the kernel counts each packet twice")
+    assert "WARNING" not in "".join(said["lo"])
+    assert not any("twice" in line for line in said["any"] + said["no-such-interface"])
+
+
 def test_console_script_has_the_capture_command(capsys):
     from cachescope.cli import main
 

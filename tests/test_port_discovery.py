@@ -90,3 +90,21 @@ def test_the_sample_capture_is_found_on_its_port(tmp):
     found, given = json.loads(found.read_text()), json.loads(given.read_text())
     assert found["redis_ports"] == given["redis_ports"] == [16379]
     assert found["rows"] == given["rows"] > 0
+
+
+def test_tls_traffic_is_named_as_such(tmp):
+    """Redis behind TLS (port 6380): nothing in it reads as a command, and the error says why rather than that
+    the capture holds no Redis commands."""
+    tls = Conversation([], client=("10.0.0.1", 52000), server=("10.0.0.2", 6380))
+    hello = b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03" + bytes(range(32))
+    server_hello = b"\x16\x03\x03\x00\x5a\x02\x00\x00\x56\x03\x03" + bytes(range(32, 64))
+    record = b"\x17\x03\x03\x00\x30" + bytes(range(48))
+    segs = [Seg(True, 1, 1, "PA", hello), Seg(False, 1, 1 + len(hello), "PA", server_hello),
+            Seg(True, 1 + len(hello), 1 + len(server_hello), "PA", record)]
+    cap = tmp / "tls.pcap"
+    cap.write_bytes(pcap(packets(tls, timed(segs))))
+    for cmd in (["parse.py", cap, "-o", tmp / "t.parquet"], ["simulate.py", cap, "--lru", "10"]):
+        proc = run_cli(*cmd)
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+        assert f"{cap}: the traffic on port 6380 is TLS-encrypted" in lines[0] and "MONITOR" in lines[0]

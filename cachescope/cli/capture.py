@@ -76,15 +76,20 @@ def main(argv=None, prog: str = "capture.py") -> int:
         status=status,
         compress=args.compress,
     )
-    report(result, status)
+    report(result, status, interface=args.interface or "any")
     return 0
 
 
-def report(result, status: Status) -> None:
+def report(result, status: Status, interface: str = "any") -> None:
     s = result.stats
     status.say(f"{s.captured:,} packets captured, {_count(s.received)} received by filter, "
                f"{_count(s.dropped_by_kernel)} dropped by kernel"
                + (f", {s.dropped_by_interface:,} dropped by interface" if s.dropped_by_interface else ""))
+    if is_loopback(interface) and s.received is not None and s.received > s.captured:
+        # Linux hands a packet socket each loopback packet twice (as sent and as received) and counts both;
+        # libpcap keeps one copy. Without this line the count reads as half the packets lost.
+        status.say(f"(on the loopback interface {interface} the kernel counts each packet twice, as sent and as "
+                   "received, and tcpdump keeps one copy: the difference is no loss)")
     dropped = (s.dropped_by_kernel or 0) + (s.dropped_by_interface or 0)
     if dropped:
         share = dropped / max(1, dropped + s.captured)
@@ -97,6 +102,15 @@ def report(result, status: Status) -> None:
         status.say("wrote the capture to standard output")
     elif not result.files:
         status.say("no file was written (no packet matched?)")
+
+
+def is_loopback(interface: str) -> bool:
+    """Whether `interface` is a loopback device (IFF_LOOPBACK in its flags; by name where /sys says nothing)."""
+    try:
+        with open(f"/sys/class/net/{os.path.basename(interface)}/flags") as f:
+            return bool(int(f.read().strip(), 16) & 0x8)
+    except (OSError, ValueError):
+        return interface == "lo"
 
 
 def _count(n) -> str:

@@ -69,7 +69,9 @@ def main(argv=None, prog: str = "parse.py") -> int:
                              progress=not args.no_progress, workers=args.workers, scheduler=args.scheduler)
         print(format_many(stats), file=sys.stderr)
     if args.stats_json:
-        with open(args.stats_json, "w", encoding="utf-8") as f:
+        from cachescope.output_file import output_file
+
+        with output_file(args.stats_json, "--stats-json") as where, open(where, "w", encoding="utf-8") as f:
             json.dump(stats, f, indent=2)
             f.write("\n")
     for failure in stats.get("failed", []):

@@ -8,6 +8,7 @@ import math
 import sys
 
 from cachescope.cli.common import Parser, run
+from cachescope.output_file import output_file
 from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
@@ -210,15 +211,18 @@ def main(argv=None, prog: str = "simulate.py") -> int:
         for stats in result.input_reports:
             print("\n".join([input_line(stats)] + input_report(stats)), file=sys.stderr)
     if args.timeline:
-        result.timeline.to_csv(args.timeline, index=False)
+        with output_file(args.timeline, "--timeline") as where:
+            result.timeline.to_csv(where, index=False)
         print(f"wrote the timeline to {args.timeline}", file=sys.stderr)
     if args.plot:
-        result.plot(args.plot)
+        with output_file(args.plot, "--plot") as where:
+            result.plot(where)
         print(f"wrote the plot to {args.plot}", file=sys.stderr)
     if args.report:
         from cachescope.report import write_report
 
-        write_report(result, args.report, feature_names=list(names.values()) if names else None)
+        with output_file(args.report, "--report") as where:
+            write_report(result, where, feature_names=list(names.values()) if names else None)
         print(f"wrote the report to {args.report}", file=sys.stderr)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)

@@ -17,13 +17,17 @@ def find_redis_ports(path) -> list[int]:
     TraceFormatError naming the ports that carry TCP traffic."""
     path = os.fspath(path)
     try:
-        redis, servers = _native.discover_ports(path)
+        redis, servers, tls = _native.discover_ports(path)
     except _native.NativeTraceError as e:
         raise TraceFormatError(str(e)) from None
     if redis:
         return list(redis)
     if not servers:
         raise TraceFormatError(f"{path}: no TCP traffic in this capture, so no Redis commands")
+    if tls:
+        ports = ", ".join(str(port) for port, _ in tls[:SHOWN_PORTS])
+        raise TraceFormatError(f"{path}: the traffic on port{'s' if len(tls) > 1 else ''} {ports} is TLS-encrypted; cachescope needs the plain "
+                               "RESP stream: MONITOR (capture.py --monitor), or a capture where TLS ends")
     shown = ", ".join(f"{port} ({n:,} segments)" for port, n in servers[:SHOWN_PORTS])
     more = f" and {len(servers) - SHOWN_PORTS:,} more" if len(servers) > SHOWN_PORTS else ""
     raise TraceFormatError(f"{path}: no Redis commands on any port; TCP traffic on ports {shown}{more}; "

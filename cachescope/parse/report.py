@@ -4,6 +4,7 @@ input is reported the same way whichever command reads it."""
 
 from __future__ import annotations
 
+from cachescope.parse.error_names import error_line
 from cachescope.trace.text_formats import TEXT_FORMATS
 
 # Segments, bytes and signals reassembly set aside (each also in --stats-json under its key).
@@ -63,11 +64,9 @@ def input_report(s: dict) -> list[str]:
     if s.get("truncated_tail"):
         lines.append("  the capture ends in a cut record (tcpdump stopped mid-write): the rest was parsed")
     lines += _other_commands(s)
-    errors = s.get("error_replies") or {}
+    errors = error_line(s)
     if errors:
-        top = sorted(errors.items(), key=lambda kv: -kv[1])[:8]
-        lines.append("  answered with an error (rows marked in `error`, no lookups): "
-                     + ", ".join(f"{code} {n:,}" for code, n in top))
+        lines.append(errors)
     return lines
 
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from cachescope import _native
 from cachescope.trace.arrow_views import strings, valid, values
 from cachescope.parse.output_format import OUTPUT_FORMATS, output_format  # noqa: F401 (their home before)
+from cachescope.output_file import write_failed
 from cachescope.outputs import in_place, rename_target
 from cachescope.parse.schema import SCHEMA
 
@@ -52,10 +53,16 @@ class TraceWriter:
     def __enter__(self):
         try:
             self._open()
-        except BaseException:  # Ctrl-C or SIGTERM while opening: `with` will not call __exit__
+        except BaseException as e:  # Ctrl-C or SIGTERM while opening: `with` will not call __exit__
             self.__exit__(*sys.exc_info())
+            if isinstance(e, OSError):
+                raise self._failed(e) from None
             raise
         return self
+
+    def _failed(self, e: OSError):
+        """A write failed (a full disk, a folder gone): one line naming the user's path, not the partial file."""
+        return write_failed(self.path, "the trace", e, None if self._in_place else self._partial)
 
     def _open(self) -> None:
         if self.fmt == "parquet":
@@ -69,6 +76,12 @@ class TraceWriter:
             self._file = open(self._partial, "wb")
 
     def write(self, rb: pa.RecordBatch) -> None:
+        try:
+            self._write(rb)
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def _write(self, rb: pa.RecordBatch) -> None:
         if self._parquet is not None:
             self._parquet.write_batch(rb)
             return
@@ -80,13 +93,23 @@ class TraceWriter:
             self._file.write(text_lines(rb, self.fmt))
 
     def __exit__(self, *exc):
+        try:
+            self._close(exc[0] is not None)
+        except OSError as e:
+            # The last bytes go out as the writers close: a full disk shows here, and the partial file goes.
+            if not self._in_place and os.path.exists(self._partial):
+                os.remove(self._partial)
+            if exc[0] is None:
+                raise self._failed(e) from None
+
+    def _close(self, failed: bool) -> None:
         if self._parquet is not None:
             self._parquet.close()
         if self._stream is not None:
             self._stream.close()
         if self._file is not None:
             self._file.close()
-        if exc[0] is not None:
+        if failed:
             if not self._in_place and os.path.exists(self._partial):
                 os.remove(self._partial)
             return

@@ -56,8 +56,13 @@ def save(fig, path) -> None:
     """Saves in the house style (text kept as text in SVG); the extension picks PNG, SVG, PDF, ..."""
     import matplotlib
 
-    with matplotlib.rc_context(RC):
-        fig.savefig(path)
+    import os
+
+    # Through a file of our own: given a path, matplotlib's PNG writer drops the error of a failed write (a
+    # full disk) and the plot would be reported written.
+    ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".") or "png"
+    with matplotlib.rc_context(RC), open(path, "wb") as f:
+        fig.savefig(f, format=ext)
 
 
 def legend_below(ax, handles=None, labels=None, ncols: int = 3) -> None:

@@ -29,6 +29,7 @@ struct Progress {
     counters: Vec<(&'static str, u64)>,
     other_commands: BTreeMap<String, u64>,
     error_replies: BTreeMap<String, u64>,
+    error_commands: BTreeMap<String, u64>,
     new_cmd_names: Vec<String>,
 }
 
@@ -47,6 +48,7 @@ pub struct ParseAhead {
     counters: Vec<(&'static str, u64)>,
     other_commands: BTreeMap<String, u64>,
     error_replies: BTreeMap<String, u64>,
+    error_commands: BTreeMap<String, u64>,
     cmd_names: Vec<String>,
 }
 
@@ -69,6 +71,7 @@ impl ParseAhead {
             counters,
             other_commands: BTreeMap::new(),
             error_replies: BTreeMap::new(),
+            error_commands: BTreeMap::new(),
             cmd_names: Vec::new(),
         }
     }
@@ -106,6 +109,7 @@ impl ParseAhead {
         self.counters = progress.counters;
         self.other_commands = progress.other_commands;
         self.error_replies = progress.error_replies;
+        self.error_commands = progress.error_commands;
         self.cmd_names.extend(progress.new_cmd_names);
         match parsed {
             Ok(Some(batch)) => Ok(Some(batch)),
@@ -142,6 +146,11 @@ impl ParseAhead {
     pub fn error_replies(&self) -> &BTreeMap<String, u64> {
         &self.error_replies
     }
+
+    /// The same by code and command (`RowStats::error_commands`).
+    pub fn error_commands(&self) -> &BTreeMap<String, u64> {
+        &self.error_commands
+    }
 }
 
 /// The worker: one batch per request, until the capture ends, an error, or the caller is gone.
@@ -155,6 +164,7 @@ fn work<R: Read>(mut parser: CaptureParser<R>, asked: Receiver<usize>, done: Syn
             counters: parser.counters(),
             other_commands: parser.row_stats().other_commands.clone(),
             error_replies: parser.row_stats().error_replies.clone(),
+            error_commands: parser.row_stats().error_commands.clone(),
             new_cmd_names: parser.cmd_names()[names_sent..].to_vec(),
         };
         names_sent = parser.cmd_names().len();

@@ -10,6 +10,9 @@
 //!   connection (a SYN sent to it);
 //! - a Redis Cluster's bus (port + 10000) speaks a binary protocol, never RESP, so it gets no vote.
 //!
+//! Segments that begin with a TLS record are counted by their server's (lower) port: when no Redis is found,
+//! the error can say the traffic is encrypted rather than that it holds no commands.
+//!
 //! Memory is a few arrays over the 65536 ports, whatever the capture holds.
 
 use std::collections::HashMap;
@@ -19,7 +22,7 @@ use std::net::SocketAddr;
 use crate::capture::{CaptureCounters, CaptureReader};
 use crate::error::TraceError;
 use crate::net::{TcpFlags, TcpSegment};
-use crate::resp::is_command_start;
+use crate::resp::{is_command_start, is_tls_record};
 
 const PORTS: usize = 1 << 16;
 /// Bytes that always tell a command start (`*1234567\r\n$20\r\n`, a name of at most 20 bytes, `\r\n`).
@@ -35,6 +38,8 @@ pub struct PortReport {
     /// Ports that look like servers (a SYN was sent to them, or the lower port of a segment) with the
     /// segments they were the lower port of, busiest first: what to name when no Redis port was found.
     pub servers: Vec<(u16, u64)>,
+    /// Ports whose segments begin with TLS records, with how many did, most first.
+    pub tls: Vec<(u16, u64)>,
 }
 
 struct Votes {
@@ -47,6 +52,8 @@ struct Votes {
     many_senders: Vec<bool>,
     /// Segments by the port that looks like the server's (the lower one).
     lower_port_segments: Vec<u64>,
+    /// Of those, the ones beginning with a TLS record.
+    tls_segments: Vec<u64>,
     /// The first bytes of a possible command cut short by its segment, by (source, destination), with the
     /// sequence number of the segment that would continue it.
     heads: HashMap<(SocketAddr, SocketAddr), (u32, Vec<u8>)>,
@@ -60,6 +67,7 @@ impl Votes {
             first_sender: vec![0; PORTS],
             many_senders: vec![false; PORTS],
             lower_port_segments: vec![0; PORTS],
+            tls_segments: vec![0; PORTS],
             heads: HashMap::new(),
         }
     }
@@ -67,6 +75,9 @@ impl Votes {
     fn add(&mut self, seg: &TcpSegment<'_>) {
         let (src, dst) = (seg.src.port(), seg.dst.port());
         self.lower_port_segments[usize::from(src.min(dst))] += 1;
+        if is_tls_record(seg.payload) {
+            self.tls_segments[usize::from(src.min(dst))] += 1;
+        }
         if seg.flags.has(TcpFlags::SYN) && !seg.flags.has(TcpFlags::ACK) {
             self.syns_to[usize::from(dst)] += 1;
         }
@@ -134,7 +145,10 @@ impl Votes {
             .map(|p| (p as u16, self.lower_port_segments[p]))
             .collect();
         servers.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        PortReport { redis, servers }
+        let mut tls: Vec<(u16, u64)> =
+            (1..PORTS).filter(|&p| self.tls_segments[p] > 0).map(|p| (p as u16, self.tls_segments[p])).collect();
+        tls.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        PortReport { redis, servers, tls }
     }
 }
 
@@ -216,6 +230,21 @@ mod tests {
             seg("10.0.0.1:50001", "10.0.0.2:80", TcpFlags::ACK, b"GET / HTTP/1.1\r\n\r\n"),
             seg("10.0.0.1:50002", "10.0.0.2:5432", TcpFlags::ACK, b"\x00\x00\x00\x08"),
         ];
-        assert_eq!(report(&segs), PortReport { redis: vec![], servers: vec![(80, 2), (5432, 1)] });
+        assert_eq!(report(&segs), PortReport { redis: vec![], servers: vec![(80, 2), (5432, 1)], tls: vec![] });
+    }
+
+    #[test]
+    fn tls_is_counted_by_its_server_port() {
+        let hello = b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03";
+        let data = b"\x17\x03\x03\x00\x20 encrypted bytes";
+        let segs = [
+            seg("10.0.0.1:50000", "10.0.0.2:6380", TcpFlags::ACK, hello),
+            seg("10.0.0.2:6380", "10.0.0.1:50000", TcpFlags::ACK, data),
+            seg("10.0.0.1:50000", "10.0.0.2:6380", TcpFlags::ACK, data),
+            seg("10.0.0.1:50001", "10.0.0.2:80", TcpFlags::ACK, b"GET / HTTP/1.1\r\n\r\n"),
+        ];
+        let r = report(&segs);
+        assert!(r.redis.is_empty());
+        assert_eq!(r.tls, vec![(6380, 3)]);
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod ahead;
 pub mod discover;
+pub mod error_commands;
 pub mod order;
 pub mod rows;
 pub mod streams;

@@ -137,6 +137,8 @@ pub struct RowStats {
     pub elided_keys: u64,
     /// Commands answered with an error, by its code (`MOVED`, `ASK`, `WRONGTYPE`, ...), whatever the command.
     pub error_replies: BTreeMap<String, u64>,
+    /// The same by code and command, as "CODE COMMAND" (`error_commands`): what each code answered.
+    pub error_commands: BTreeMap<String, u64>,
 }
 
 /// Distinct error codes named in the `error` column; any further code reads `?` (hostile traffic could
@@ -236,6 +238,7 @@ impl RowBuilder {
         let error = match c.reply {
             Reply::Error(code) => {
                 *self.stats.error_replies.entry(code.as_str().to_string()).or_default() += 1;
+                super::error_commands::count(&mut self.stats.error_commands, code, c.args);
                 self.error_code(code)
             }
             _ => -1,

@@ -25,6 +25,7 @@ mod request;
 mod resync;
 mod session;
 mod summary;
+mod tls;
 
 #[cfg(test)]
 mod testgen;
@@ -37,6 +38,7 @@ pub use command::{Command, Reply};
 pub use error_code::{ErrorCode, MAX_CODE};
 pub use redact::REDACTED;
 pub use session::Session;
+pub use tls::is_tls_record;
 
 /// Whether `d` begins with a plausible command (a RESP array naming a command we know), as a stream picked
 /// up at an unknown point is searched for one.

@@ -14,7 +14,10 @@
 //! be inside a value, whose text can spell any command: commands read from then on are on probation, each held
 //! until the next command start follows it at once; one followed by anything else was read out of a value
 //! (a value's last byte is followed by its CRLF, never by a command): it is dropped and counted
-//! (`unconfirmed`). After `TRUSTED_AFTER` confirmations in a row the stream is trusted again.
+//! (`unconfirmed`). When nothing follows it (the stream ends, or its next bytes are lost), the server's
+//! answer confirms it instead (`Parsed::answered`, judged by the session). After `TRUSTED_AFTER`
+//! confirmations in a row, or one command both answered and followed by the next, the stream is trusted
+//! again.
 //!
 //! Inline lines are split as Redis splits them (`inline`); a line Redis refuses (unbalanced quotes, no
 //! command it knows) is no command but keeps its place among the replies, since Redis answers it.
@@ -60,6 +63,14 @@ pub(crate) struct Parsed {
     pub refused: bool,
     /// The caller's mark (the reply bytes seen) when the command's first byte arrived.
     pub mark: u64,
+    /// Read on probation, and the server sent nothing from its first byte until it was complete (its first
+    /// reply bytes since then came after it): it was sent at a quiet moment, as at a turn.
+    pub turn: bool,
+    /// Read on probation, and a reply came after it while nothing followed it and no command seen before it
+    /// waited for one: its reply, if it is a command (`Session`'s `answer_held`).
+    pub replied: bool,
+    /// And that reply was of its shape, the command sent at a turn: the server answered it.
+    pub answered: bool,
 }
 
 /// What the parser found, in stream order.
@@ -127,6 +138,8 @@ pub(crate) struct RequestParser {
     /// Bytes of an undecided resync candidate cut by the end of a chunk, and that chunk's time.
     carry: Vec<u8>,
     carry_ts: i64,
+    /// And the caller's mark then: a command's mark is taken when its first byte came.
+    carry_mark: u64,
     /// After a resync, commands are on probation: the bytes may still be inside a value, whose text can
     /// spell any command. A command read on probation is held until something confirms it (see `resync`).
     probation: bool,
@@ -155,6 +168,9 @@ impl RequestParser {
                 inline: false,
                 refused: false,
                 mark: 0,
+                turn: false,
+                replied: false,
+                answered: false,
             },
             want: 0,
             got: 0,
@@ -165,6 +181,7 @@ impl RequestParser {
             ends: Vec::new(),
             carry: Vec::new(),
             carry_ts: 0,
+            carry_mark: 0,
             probation: resyncing,
             held: None,
             confirmed: 0,
@@ -195,6 +212,27 @@ impl RequestParser {
         self.inline.capacity() + self.unquoted.capacity() + self.carry.capacity() + self.ends.capacity() * 8
     }
 
+    /// The command held on probation, when no client byte after it has been seen yet (a byte after it would
+    /// have confirmed it, dropped it, or begun a candidate kept in `carry`).
+    pub fn held_quiet(&self) -> Option<Parsed> {
+        self.held.filter(|_| self.carry.is_empty())
+    }
+
+    /// The server's first bytes since the held command began arrive now, after it was complete.
+    pub fn held_at_turn(&mut self) {
+        if let Some(h) = &mut self.held {
+            h.turn = true;
+        }
+    }
+
+    /// A reply came for the held command (see `Parsed::replied`); `answered`: it confirms the command.
+    pub fn held_replied(&mut self, answered: bool) {
+        if let Some(h) = &mut self.held {
+            h.replied = true;
+            h.answered = answered;
+        }
+    }
+
     /// Parses a chunk; complete commands are appended to `out`.
     pub fn advance(&mut self, mut data: &[u8], ts: i64, mark: u64, store: &mut ArgStore, out: &mut Vec<Event>) {
         while !data.is_empty() {
@@ -218,7 +256,7 @@ impl RequestParser {
         if self.held.is_none() && self.lose_arg_bytes(missing, ts, store, out) {
             return true;
         }
-        self.drop_held(store, out);
+        self.settle_held(store, out);
         self.abandon(store);
         self.state = State::Resync;
         self.start_probation();
@@ -226,11 +264,24 @@ impl RequestParser {
         false
     }
 
-    /// The stream ended: a command in progress is damaged, one held on probation is not confirmed.
-    pub fn finish(&mut self, store: &mut ArgStore) {
-        self.drop_held(store, &mut Vec::new());
+    /// The stream ended: a command in progress is damaged, one held on probation is kept if the server
+    /// answered it, else dropped (nothing confirmed it).
+    pub fn finish(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
+        self.settle_held(store, out);
         self.abandon(store);
         self.state = State::Idle;
+    }
+
+    /// Nothing more will follow the held command (the stream ended, or its next bytes were lost): its reply
+    /// is then all that can confirm it.
+    fn settle_held(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
+        match self.held {
+            Some(h) if h.answered => {
+                self.held = None;
+                out.push(Event::Command(h));
+            }
+            _ => self.drop_held(store, out),
+        }
     }
 
     fn drop_held(&mut self, store: &mut ArgStore, out: &mut Vec<Event>) {
@@ -410,6 +461,9 @@ impl RequestParser {
             inline: false,
             refused: false,
             mark,
+            turn: false,
+            replied: false,
+            answered: false,
         };
         self.want = 0;
         self.got = 0;
@@ -617,7 +671,7 @@ impl RequestParser {
                     self.found(i, store, out);
                     self.state = State::Idle;
                     let carry = mem::take(&mut self.carry);
-                    let n = self.run(&carry[i..], self.carry_ts, mark, store, out);
+                    let n = self.run(&carry[i..], self.carry_ts, self.carry_mark, store, out);
                     // Invalid inside the carry: its rest is skipped, the search goes on in `data`.
                     self.counts.skipped += (c - i - n) as u64;
                     self.carry = carry;
@@ -653,6 +707,7 @@ impl RequestParser {
                 self.counts.skipped += i as u64;
                 self.carry.extend_from_slice(&data[i..]);
                 self.carry_ts = ts;
+                self.carry_mark = mark;
                 None
             }
             Scan::Nothing => {
@@ -672,13 +727,15 @@ impl RequestParser {
         self.counts.skipped += i as u64;
     }
 
-    /// A command start follows the held command at once (`next`) or not: confirmed, or dropped. Each
-    /// command read on probation needs its own confirmation, until the server's answer ends probation.
+    /// A command start follows the held command at once (`next`) or not: confirmed, or dropped (even when
+    /// answered: the bytes after it say it was read out of a value). Each command read on probation needs
+    /// its own confirmation, until `TRUSTED_AFTER` of them in a row, or one both answered by the server and
+    /// followed by the next command, end probation: both streams then agree on where a command ended.
     fn judge_held(&mut self, next: bool, store: &mut ArgStore, out: &mut Vec<Event>) {
         if next {
             if let Some(h) = self.held.take() {
                 out.push(Event::Command(h));
-                self.confirmed += 1;
+                self.confirmed = if h.answered { TRUSTED_AFTER } else { self.confirmed + 1 };
                 // The command starting now is parsed as any other: the stream is trusted from here on.
                 self.probation = self.confirmed < TRUSTED_AFTER;
             }

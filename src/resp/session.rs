@@ -33,6 +33,16 @@
 //! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
 //! so a turn needs them first.
 //!
+//! A command found by searching (after a loss, or at a mid-stream start) is held on probation by the request
+//! parser until the next command follows it at once; the server's answer confirms it too, which keeps the
+//! last command before a loss or the capture's end. A reply frame answers the held command when it is the
+//! first frame that finds nothing owed after the command ended, the client quiet since and the server quiet
+//! while the command was sent (a turn); it confirms the command when it is of its shape and no error
+//! (`summary::confirms`), and a second such frame withdraws that. When the reply stream lost its frame
+//! boundaries, the first reply bytes after such a held command restart the reply parser, as a turn would.
+//! A command both answered and followed by the next one ends probation (both streams agree where it ended),
+//! so a request-response connection picked up mid-stream pairs from its second command.
+//!
 //! What stays uncertain: at a mid-stream start, a command sent just before the capture began has a reply the
 //! count above does not know of; a client that pipelines across that very moment can be paired one reply
 //! off. The shape check catches that for HMGET/MGET (an array of the wrong length) and HGETALL, not for two
@@ -46,8 +56,9 @@ use super::command::Command;
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
-    classify, compatible, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
+    classify, compatible, confirms, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
+use super::tls::is_tls_record;
 use super::{Direction, Limits, RespStats};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,6 +156,9 @@ pub struct Session {
     queue: VecDeque<Pending>,
     /// Index of the first command waiting for its reply (`queue.len()` when none is).
     cursor: usize,
+    /// Commands in `queue` waiting for their reply (`Wait::Reply`), kept as they change: counting them per
+    /// command made a deep pipeline quadratic (every command scanned all those before it).
+    waiting: usize,
     pairing: Pairing,
     /// The reply parser's frame boundaries are the stream's (false after a reply-side loss).
     framed: bool,
@@ -190,6 +204,7 @@ impl Session {
             events: Vec::new(),
             queue: VecDeque::new(),
             cursor: 0,
+            waiting: 0,
             pairing: if mid { Pairing::Unsynced } else { Pairing::Synced },
             framed: !mid,
             modes: Modes {
@@ -298,7 +313,13 @@ impl Session {
 
     /// The connection closed or the capture ended: every command still waiting is emitted, its reply unknown.
     pub fn finish(&mut self, out: &mut impl FnMut(&Command)) {
-        self.req.finish(&mut self.args);
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        // The stream ended: nothing after it for a turn to wait on (`on_events` only moves `prev_end` up).
+        let ts = self.prev_end;
+        self.req.finish(&mut self.args, &mut events);
+        self.on_events(&events, ts, out);
+        self.events = events;
         self.lose_pairing(out);
         self.copy_counts();
     }
@@ -362,8 +383,7 @@ impl Session {
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
         if self.pairing == Pairing::Synced {
-            let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
-            self.pairing = Pairing::Draining(self.skip + waiting as u64);
+            self.pairing = Pairing::Draining(self.skip + self.waiting as u64);
             self.drain_check(out);
         }
     }
@@ -404,10 +424,14 @@ impl Session {
                 self.owed.clear();
             } else {
                 p.wait = Wait::Done;
-                self.owe(class, cmd.argc, cmd.end_ts);
+                if !cmd.replied {
+                    // (Its reply was read while it was held: nothing is owed.)
+                    self.owe(class, cmd.argc, cmd.end_ts);
+                }
             }
         }
         self.prev_end = self.prev_end.max(cmd.end_ts);
+        self.waiting += (p.wait == Wait::Reply) as usize;
         self.queue.push_back(p);
         self.fix_cursor();
         self.bound_queue(out);
@@ -473,6 +497,38 @@ impl Session {
         self.rep.at_boundary() && self.owed.settled()
     }
 
+    /// Whether a reply arriving now at `ts`, while the reply stream's frame boundaries are lost, begins at a
+    /// frame that may answer the command the request parser holds on probation: the server has been quiet
+    /// since that command began and speaks after it ended, while the client has sent nothing after it, and
+    /// every command seen since pairing was lost has been answered (none is waiting before it).
+    fn held_turn(&self, ts: i64) -> bool {
+        self.pairing == Pairing::Unsynced
+            && self.owed.settled()
+            && self.req.held_quiet().is_some_and(|h| h.mark == self.reply_bytes && ts >= h.end_ts)
+    }
+
+    /// A reply frame (starting at `ts`) while pairing is lost, before it counts for the commands owed one.
+    /// When it came after the command held on probation ended, with the client quiet since and no command
+    /// seen before it still owed a reply, it is that command's reply, if that is a command: once confirmed,
+    /// it owes none (else a turn would wait forever for a reply already read). It also confirms the command
+    /// when the command was sent at a turn (`Parsed::turn`: the server quiet while it was sent, so it was
+    /// not answering the bytes around it) and the reply is of its shape (`confirms`). A second such frame
+    /// withdraws the confirmation: one of the two answers a command not seen, so the first need not have
+    /// been the held command's.
+    fn answer_held(&mut self, ts: i64, top: &super::reply::Node) {
+        let Some(h) = self.req.held_quiet() else { return };
+        if ts < h.end_ts || !self.owed.settled() {
+            return;
+        }
+        if h.replied {
+            self.req.held_replied(false);
+            return;
+        }
+        let whole = !h.truncated && !h.refused && h.elided == 0;
+        let answered = h.turn && whole && confirms(classify(self.args_of(&h)), h.argc, top);
+        self.req.held_replied(answered);
+    }
+
     /// Emits the oldest commands while the queue is over its bounds.
     fn bound_queue(&mut self, out: &mut impl FnMut(&Command)) {
         loop {
@@ -489,7 +545,10 @@ impl Session {
             }
             let Some(front) = self.queue.front_mut() else { return };
             match front.wait {
-                Wait::Reply => self.skip += 1,
+                Wait::Reply => {
+                    self.skip += 1;
+                    self.waiting -= 1;
+                }
                 Wait::Exec => self.tx_broken = true,
                 Wait::Done => {}
             }
@@ -527,6 +586,15 @@ impl Session {
         taken
     }
 
+    /// Panics if the counts kept as the queue changes differ from a count over it (tests only: the count
+    /// is what the kept ones avoid).
+    #[cfg(test)]
+    pub fn check_counts(&self) {
+        let waiting = self.queue.iter().filter(|p| p.wait == Wait::Reply).count();
+        assert_eq!(self.waiting, waiting, "commands waiting for their reply");
+        assert!(self.queue.iter().take(self.cursor).all(|p| p.wait != Wait::Reply), "a command before the cursor waits");
+    }
+
     /// The send time of the oldest command this session has not passed on yet (waiting for its reply, or
     /// still being read): no row it passes on later can be older. None when it holds none.
     pub fn oldest_pending_ts(&self) -> Option<i64> {
@@ -540,13 +608,22 @@ impl Session {
         if self.pairing == Pairing::Unsynced {
             return 0;
         }
-        let waiting = self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).count();
-        waiting + self.skip as usize
+        self.waiting + self.skip as usize
     }
 
     fn reply_frames(&mut self, ts: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> usize {
         if data.is_empty() || max_frames == 0 {
             return 0;
+        }
+        if self.req.held_quiet().is_some_and(|h| h.mark == self.reply_bytes) {
+            self.req.held_at_turn();
+        }
+        if !self.framed && self.held_turn(ts) {
+            // The server speaks after a command it may answer, quiet since that command began: a reply
+            // begins here (as at a turn), which may confirm it (`answer_held`).
+            self.rep.reset();
+            self.framed = true;
+            self.stats.reply_resyncs += 1;
         }
         self.last_reply_ts = Some(ts);
         if !self.framed {
@@ -620,6 +697,7 @@ impl Session {
             }
         }
         self.cursor = self.queue.len();
+        self.waiting = 0;
         self.pairing = Pairing::Unsynced;
         self.skip = 0;
         self.tx_broken = false;
@@ -669,6 +747,7 @@ impl Session {
         }
         if self.pairing == Pairing::Unsynced {
             self.stats.unpaired_replies += 1;
+            self.answer_held(ts, &top);
             self.owed.answer(ts);
             return;
         }
@@ -694,6 +773,7 @@ impl Session {
         }
         if queued && !matches!(p.class, Class::Exec | Class::Discard | Class::Multi) {
             self.queue[i].wait = Wait::Exec;
+            self.waiting -= 1;
         } else {
             let reply = if p.class == Class::Exec {
                 self.pair_exec(ts)
@@ -724,6 +804,7 @@ impl Session {
 
     fn set_done(&mut self, i: usize, reply: Stored, ts: i64) {
         let p = &mut self.queue[i];
+        self.waiting -= (p.wait == Wait::Reply) as usize;
         p.wait = Wait::Done;
         p.reply = reply;
         p.reply_ts = Some(ts);
@@ -901,16 +982,4 @@ impl Session {
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
     frame.nodes.first().is_some_and(|n| n.kind == Kind::Simple) && frame.tag() == Some(b"QUEUED")
-}
-
-/// Whether client bytes begin with a TLS record header: content type (handshake 0x16 as a connection opens;
-/// alert, change cipher spec or application data picked up mid-stream), version 3.x, a length a record can
-/// have. RESP begins with `*` and an inline command with a letter: neither is a control byte.
-fn is_tls_record(d: &[u8]) -> bool {
-    match d {
-        [t, 3, minor, rest @ ..] if (0x14..=0x17).contains(t) && *minor <= 4 => {
-            rest.len() < 2 || u16::from_be_bytes([rest[0], rest[1]]) <= (1 << 14) + 2048
-        }
-        _ => false,
-    }
 }

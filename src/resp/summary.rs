@@ -147,6 +147,13 @@ pub(crate) fn compatible(class: Class, argc: u32, top: &Node) -> bool {
     }
 }
 
+/// Whether a reply whose top node is `top` is evidence that a command of `class` was sent: it could answer
+/// it (`compatible`) and is no error, since Redis answers bytes that are no command (a value's text read as
+/// an inline line) with an error too.
+pub(crate) fn confirms(class: Class, argc: u32, top: &Node) -> bool {
+    !matches!(top.kind, Kind::Error | Kind::BulkError) && compatible(class, argc, top)
+}
+
 /// A reply as kept until its command is emitted; aggregates point into a `ReplyStore`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stored {

@@ -1,8 +1,10 @@
 //! Tests of the RESP module as a whole: frames, pairing, losses, and properties over random traffic.
 
+mod depth;
 mod frames;
 mod losses;
 mod pairing;
+mod pickup;
 mod planted;
 mod props;
 mod traffic;

@@ -315,6 +315,7 @@ pub fn deliver(t: &Traffic, seed: u64, d: Delivery, mut session: Session) -> Out
         }
         *pos += len;
         peak_memory = peak_memory.max(session.memory_bytes());
+        session.check_counts();
     }
     session.finish(&mut |c| got.push(Got::of(c)));
     Outcome { got, stats: *session.stats(), peak_memory }
