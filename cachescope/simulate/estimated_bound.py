@@ -31,13 +31,15 @@ def bound_is_estimated(call: dict, plan, sources) -> bool:
     c = call
     keeps_every_key = (c["writes"] == "ignore" and c["ttl"] is None and c["restart_every"] is None
                        and not plan.restarts and not plan.schedule and plan.allow is None and plan.rolling is None)
-    if not keeps_every_key or c["_subset"] is not None:
+    # Commands served are the hits only where every command is one lookup; a pass's result may stand as the
+    # call's (fleets_at_answer.py), so passes are held to that too.
+    if not keeps_every_key or c["_subset"] is not None \
+            or not all(getattr(s, "format", None) in ONE_LOOKUP_FORMATS for s in sources):
         return False
     if c["_asks"] is not None:
         return True
     sampled_only = bool(plan.curve_policies) and (plan.sample_rate is not None or c["sample_keys"] is not None)
-    return (sampled_only and not plan.runs and not plan.fleets and c["scheduler"] is None and not c["workers"]
-            and all(getattr(s, "format", None) in ONE_LOOKUP_FORMATS for s in sources))
+    return sampled_only and not plan.runs and not plan.fleets and c["scheduler"] is None and not c["workers"]
 
 
 def estimated_bound(lookups: int, distinct, window: int) -> tuple[dict, np.ndarray]:
