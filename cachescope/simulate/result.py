@@ -154,7 +154,7 @@ class SimulationResult:
         from cachescope.simulate.refresh_cost import refresh_by_feature
 
         native = sim.results()
-        estimated = sim.distinct_reads
+        estimated = getattr(sim, "distinct_reads", None)  # a Dask sweep's combined tasks keep the exact bound
         if estimated is None:
             bound, bound_window_hits, band = native.pop(), None, {}  # the infinite cache is always the last run
         else:
