@@ -880,6 +880,22 @@ impl Simulation {
         self.inner.unique_reads()
     }
 
+    /// Counts the unique keys read in a sketch of constant memory instead of a set of every key: what stands in
+    /// for an infinite run when only sampled curves are asked for. Before the first `feed`.
+    fn estimate_unique_reads(&mut self) -> PyResult<()> {
+        self.inner.estimate_unique_reads().map_err(value_err)
+    }
+
+    /// (estimated unique keys read, its relative standard error, the estimate at the end of each completed
+    /// window as float64[windows]) after `estimate_unique_reads`; else None.
+    #[getter]
+    #[allow(clippy::type_complexity)]
+    fn distinct_reads<'py>(&self, py: Python<'py>) -> Option<(f64, f64, Bound<'py, PyArray1<f64>>)> {
+        self.inner.distinct_reads().map(|d| {
+            (d.estimate(), simulation::DistinctReads::RELATIVE_ERROR, d.window_estimates().to_vec().into_pyarray(py))
+        })
+    }
+
     /// Every entry-capacity run and fleet pod reports `resident_bytes_peak` from now on: the largest bytes
     /// its cache held, each entry weighing value + key + field + `entry_overhead` bytes. Before the first `feed`.
     fn track_resident_bytes(&mut self, entry_overhead: u32) {

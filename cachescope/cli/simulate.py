@@ -11,6 +11,7 @@ from cachescope.cli.common import Parser, run
 from cachescope.output_file import output_file
 from cachescope.outputs import check_outputs
 from cachescope.simulate.engine import DEFAULT_WINDOW, simulate_trace
+from cachescope.simulate.estimated_bound import summary_note
 from cachescope.simulate.options import DEFAULT_ENTRY_OVERHEAD, WRITE_MODES
 from cachescope.simulate.registry import POLICIES
 from cachescope.simulate.answer_text import answer_line, best_line, cache_name, fleet_table
@@ -251,7 +252,7 @@ def format_summary(result) -> str:
     t = result.trace
     lines = [
         f"trace     {t.path} ({t.format})",
-        f"          {t.commands:,} commands, {t.lookups:,} lookups of {result.unique_keys:,} unique keys"
+        f"          {t.commands:,} commands, {t.lookups:,} lookups of {'~' if result.infinite.get('estimated') else ''}{result.unique_keys:,} unique keys"
         + (f", {t.writes:,} writes" if t.writes else "")
         + (f", {t.deletes:,} deletes" if t.deletes else "")
         + _span(result),
@@ -268,10 +269,13 @@ def format_summary(result) -> str:
         elif "pods" in row:
             name += f" x{row['pods']} {row['route']}"
         lines.append(_format_row(columns, row, name))
-    lines.append(_format_row(columns, result.infinite, "infinite (bound)"))
+    estimated = result.infinite.get("estimated")
+    lines.append(_format_row(columns, result.infinite, "infinite (bound) ~" if estimated else "infinite (bound)"))
     lines.extend(format_curves(result))
     lines.append("")
     lines.append("hit rate = lookup hits / lookups, cold start included; the infinite cache never evicts.")
+    if estimated:
+        lines.append("~ " + summary_note(result.infinite))
     if any(name == "cmds served" for name, _, _ in columns):
         lines.append("cmds served = commands (an HMGET and all its fields) answered entirely from the cache.")
         if not result.trace.round_trips_known:

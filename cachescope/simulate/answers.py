@@ -46,9 +46,9 @@ def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bo
         result.best = best_rows(result.sizing, targets, single_asked or not shapes)
         return
     draws = tuple(range(DEFAULT_SEEDS if seeds is None else seeds))  # seeds checked by plan.py
-    questions = _questions(estimates, result.curves, shapes, targets, result.unique_keys, draws, result.params)
+    questions = _questions(estimates, result.curves, shapes, targets, result.unique_keys_high, draws, result.params)
     questions += [Question(policy, target, "entries", pods, route,
-                           _whole_range(result.unique_keys, policy, result.params), draws if policy in SEEDED else (None,))
+                           _whole_range(result.unique_keys_high, policy, result.params), draws if policy in SEEDED else (None,))
                   for policy in by_runs for pods, route in [(1, None), *shapes] for target in targets]
     if value_sizes:
         # Each answer's byte budget is sized in the same passes, from a first guess of the entries' weight.

@@ -13,6 +13,7 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.progress import progress_bar
 from cachescope.simulate import options as opt
+from cachescope.simulate.estimated_bound import bound_is_estimated
 from cachescope.simulate.curve import DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, minisim_capacities
 from cachescope.simulate.fleet import parse_pods
 from cachescope.simulate.live_progress import LiveProgress
@@ -205,11 +206,13 @@ def _simulation(call: dict, plan: Plan, source):
         future = _next_accesses(_open(call["trace"], call["format"], call["granularity"], call["ports"],
                                       call["csv_spec"]), plan.allow, call["progress"])
     overhead, params = call["entry_overhead"], plan.policy_params
+    # The infinite bound is a run that keeps every key, unless a sketch can stand in for it (estimated_bound.py).
+    estimate_bound = bound_is_estimated(call, plan, getattr(source, "sources", [source]))
     native_runs = [(p, c.value, overhead if c.unit == "bytes" else None, {**params.get(p, {}), **seed})
                    for (p, c), seed in zip(runs, run_seeds)]
     try:
         sim = _native.Simulation(
-            native_runs + [(INFINITE.name, 1, None)],
+            native_runs + ([] if estimate_bound else [(INFINITE.name, 1, None)]),
             call["window"],
             writes=call["writes"],
             ttl_ns=None if call["ttl"] is None else opt.parse_duration(call["ttl"]),
@@ -219,6 +222,8 @@ def _simulation(call: dict, plan: Plan, source):
             restart_every_ns=None if call["restart_every"] is None else _restart_interval(call["restart_every"]),
             future=future,
         )
+        if estimate_bound:
+            sim.estimate_unique_reads()
         if call["_by_field"]:
             sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
         for (policy, cap, n, r), part, seed in zip(fleets, fleet_parts, fleet_seeds):

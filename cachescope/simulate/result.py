@@ -35,6 +35,9 @@ class SimulationResult:
         self.restart_times = list(restart_times)
         self.trace = trace
         self.unique_keys = unique_keys
+        self.unique_keys_high = unique_keys
+        """At most this many unique keys: `unique_keys` itself, or the top of its band when the infinite bound is
+        estimated (`infinite["estimated"]`, estimated_bound.py)."""
         self._summary = summary
         self.infinite = infinite
         self._timeline = timeline
@@ -151,7 +154,14 @@ class SimulationResult:
         from cachescope.simulate.refresh_cost import refresh_by_feature
 
         native = sim.results()
-        bound = native.pop()  # the infinite cache is always the last run
+        estimated = getattr(sim, "distinct_reads", None)  # a Dask sweep's combined tasks keep the exact bound
+        if estimated is None:
+            bound, bound_window_hits, band = native.pop(), None, {}  # the infinite cache is always the last run
+        else:
+            from cachescope.simulate.estimated_bound import estimated_bound
+
+            bound, bound_window_hits = estimated_bound(sim.lookups, estimated, window)
+            band = bound.pop("band")
         rows = [_summary_row(r, cap.unit) for r, (_, cap) in zip(native, runs)]
         fleets = sim.fleets()
         hosts = getattr(source, "hosts", [])
@@ -163,7 +173,10 @@ class SimulationResult:
         infinite = {k: v for k, v in _summary_row(bound, "entries").items()
                     if k in ("lookups", "hits", "misses", "hit_rate", "commands", "commands_served",
                              "command_hit_rate", "round_trips", "round_trips_saved", "round_trips_saved_rate")}
+        infinite.update(band)
         ends, ts, hits = sim.timeline()
+        if bound_window_hits is not None:
+            hits = np.vstack([hits, bound_window_hits.astype(hits.dtype)[None, :]])
         if fleets:
             hits = np.vstack([hits[:-1], *[np.asarray(f["window_hits"], dtype=hits.dtype) for f in fleets], hits[-1:]])
         runs_and_bound = rows + [dict(bound, policy=INFINITE.name)]
@@ -180,8 +193,12 @@ class SimulationResult:
                 row.update(columns)
         summary = rows
         unique = sim.unique_reads if sim.unique_reads is not None else bound["resident"]
+        # An estimated bound's unique keys are an estimate too: what needs a size that holds every key (the
+        # curve's last useful capacity, the sizing's widest bracket) takes the top of its band.
+        unique_high = band.get("misses_high", unique)
         result = cls(source.info, unique, summary, infinite, timeline, window, ts is not None,
                      source.granularity, first_ts, restarts, params)
+        result.unique_keys_high = unique_high
         result.key_pattern = getattr(source, "key_pattern", None)
         result.unmatched_shards = getattr(source, "unmatched_shards", 0)
         return result
@@ -193,8 +210,11 @@ class SimulationResult:
         from cachescope.simulate.sizing import add_warmup, sizing_frame
 
         exact, heat = curve_frames(native, unit, self.unique_keys)
-        sampled = sampled_frames([c for c in native if c["method"] != "exact"], unit, self.unique_keys,
-                                 self.infinite["lookups"], self.infinite["hit_rate"])
+        # No cache beats the infinite one: a sampled curve is cut at its hit rate (the top of its band when
+        # it is estimated).
+        bound = self.infinite.get("hit_rate_high", self.infinite["hit_rate"])
+        sampled = sampled_frames([c for c in native if c["method"] != "exact"], unit, self.unique_keys_high,
+                                 self.infinite["lookups"], bound)
         self.curves = pd.concat([f for f in (exact, sampled) if len(f)], ignore_index=True) \
             if len(exact) or len(sampled) else pd.DataFrame()
         if len(heat):
@@ -238,6 +258,8 @@ class SimulationResult:
             "commands": self.trace.commands,
             "lookups": self.trace.lookups,
             "unique_keys": self.unique_keys,
+            **({"unique_keys_estimated": True, "unique_keys_low": self.infinite["misses_low"],
+                "unique_keys_high": self.infinite["misses_high"]} if self.infinite.get("estimated") else {}),
             "writes": self.trace.writes,
             "deletes": self.trace.deletes,
             "other_commands": self.trace.other_commands,

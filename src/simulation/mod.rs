@@ -14,6 +14,9 @@ use crate::hash::KeySet;
 use crate::sim::{Events, Membership, Options, Run, Unit, WriteMode};
 use crate::trace::reader::OP_READ;
 
+mod distinct;
+pub use distinct::DistinctReads;
+
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
@@ -42,6 +45,9 @@ pub struct Simulation {
     members: Membership,
     /// Unique read keys, counted when a run's resident set no longer tells (restarts, TTL, invalidation).
     unique_reads: Option<KeySet>,
+    /// The unique keys read, estimated by a sketch, when the caller stands it in for the infinite run
+    /// (`estimate_unique_reads`).
+    distinct: Option<DistinctReads>,
     lookups: u64,
     /// Time of the last lookup of each completed window.
     window_ts: Vec<i64>,
@@ -80,6 +86,7 @@ impl Simulation {
             opts,
             members,
             unique_reads: None,
+            distinct: None,
             lookups: 0,
             window_ts: Vec::new(),
             has_clock: None,
@@ -170,6 +177,19 @@ impl Simulation {
             return Err("curves and fleets must be added before the first batch".into());
         }
         Ok(())
+    }
+
+    /// Counts the unique keys read in a sketch of constant memory (`DistinctReads`), with an estimate at the
+    /// end of each window: what the caller reports instead of an infinite run's exact bound, which keeps
+    /// every key. Before the first batch.
+    pub fn estimate_unique_reads(&mut self) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.distinct = Some(DistinctReads::new(self.opts.window));
+        Ok(())
+    }
+
+    pub fn distinct_reads(&self) -> Option<&DistinctReads> {
+        self.distinct.as_ref()
     }
 
     /// Every single run counts its lookups and hits per field from now on (`Run::hits_by_field`).
@@ -266,8 +286,9 @@ impl Simulation {
                 }
             }
         };
+        let distinct = self.distinct.as_mut();
         let tasks = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart)
-            + usize::from(unique_reads.is_some());
+            + usize::from(unique_reads.is_some()) + usize::from(distinct.is_some());
         if tasks > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 if let Some(m) = observing {
@@ -275,6 +296,9 @@ impl Simulation {
                 }
                 if let Some(unique) = unique_reads {
                     s.spawn(move || count_unique(unique));
+                }
+                if let Some(d) = distinct {
+                    s.spawn(move || d.feed(ev));
                 }
                 for run in self.runs.iter_mut() {
                     s.spawn(move || process(run));
@@ -292,6 +316,9 @@ impl Simulation {
             }
             if let Some(unique) = unique_reads {
                 count_unique(unique);
+            }
+            if let Some(d) = distinct {
+                d.feed(ev);
             }
             self.runs.iter_mut().for_each(process);
             self.curves.iter_mut().for_each(trace_curve);

@@ -1,0 +1,96 @@
+"""The infinite bound estimated in constant memory, when only sampled curves are asked for.
+
+The exact bound is an infinite cache: a set of every unique key, which grows with the trace (90 MB at 5 M keys)
+while a SHARDS sample of fixed size does not. When the infinite cache can lose no entry (writes ignored; no
+TTL, restart, refresh schedule or allow list), its misses are exactly the unique keys read, and a HyperLogLog
+sketch of 64 KiB counts those to 0.41% (one standard error; `src/simulation/distinct.rs`). Its hits, and the
+timeline's, follow from the lookups, which are counted exactly.
+
+Where every command is one lookup and its own round trip (`keys` and `oracleGeneral` traces), commands served
+and round trips saved are the hits. Elsewhere an HMGET is served only if none of its fields is a first
+reference, which a count of unique keys cannot tell: the exact bound is kept there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BAND_SIGMAS = 3
+"""The bound's band: three standard errors of the sketch either side of its estimate."""
+
+ONE_LOOKUP_FORMATS = ("keys", "oracleGeneral")
+"""Formats whose every lookup is a command and a round trip of its own."""
+
+METHOD = "hyperloglog"
+
+
+def bound_is_estimated(call: dict, plan, sources) -> bool:
+    """Whether the infinite bound of this call is estimated: only where it is the unique keys read, and either
+    only sampled curves are asked for (no single cache, fleet or exact curve, whose comparisons need the exact
+    bound) or this is a confirming pass (which reads its runs' rows, never its bound)."""
+    c = call
+    keeps_every_key = (c["writes"] == "ignore" and c["ttl"] is None and c["restart_every"] is None
+                       and not plan.restarts and not plan.schedule and plan.allow is None and plan.rolling is None)
+    # Commands served are the hits only where every command is one lookup; a pass's result may stand as the
+    # call's (fleets_at_answer.py), so passes are held to that too.
+    if not keeps_every_key or c["_subset"] is not None \
+            or not all(getattr(s, "format", None) in ONE_LOOKUP_FORMATS for s in sources):
+        return False
+    if c["_asks"] is not None:
+        return True
+    sampled_only = bool(plan.curve_policies) and (plan.sample_rate is not None or c["sample_keys"] is not None)
+    return sampled_only and not plan.runs and not plan.fleets and c["scheduler"] is None and not c["workers"]
+
+
+def estimated_bound(lookups: int, distinct, window: int) -> tuple[dict, np.ndarray]:
+    """The infinite cache's row, as a run's (`_native.Simulation.results`), from the sketch's count
+    (`distinct`: the core's `distinct_reads`), with `estimated`, `method`, `relative_error` and the band of
+    its misses and hit rate; and its hits per timeline window."""
+    unique, rel_error, at_window_ends = distinct
+    misses = min(int(round(unique)), lookups)
+    hits = lookups - misses
+    spread = BAND_SIGMAS * rel_error * unique
+    low, high = max(int(np.floor(unique - spread)), 0), min(int(np.ceil(unique + spread)), lookups)
+    bound = {
+        "policy": "infinite", "capacity": 1, "resident": misses, "lookups": lookups, "hits": hits,
+        "bytes_looked_up": 0, "bytes_hit": 0,
+        # One lookup a command and a round trip (ONE_LOOKUP_FORMATS): each is served when its lookup hits.
+        "commands": lookups, "commands_served": hits, "round_trips": lookups, "round_trips_saved": hits,
+        "evictions": 0, "invalidations": 0, "refresh_evictions": 0, "refresh_refetches": 0, "expirations": 0,
+        "stale_reads": 0, "uncacheable": 0, "restarts": 0, "restart_times": [], "refresh_by_field": [],
+    }
+    band = {
+        "estimated": True, "method": METHOD, "relative_error": rel_error, "band_sigmas": BAND_SIGMAS,
+        "misses_low": low, "misses_high": high,
+        "hit_rate_low": (lookups - high) / lookups if lookups else 0.0,
+        "hit_rate_high": (lookups - low) / lookups if lookups else 0.0,
+    }
+    return {**bound, "band": band}, _window_hits(lookups, misses, at_window_ends, window)
+
+
+def _window_hits(lookups: int, misses: int, at_window_ends, window: int) -> np.ndarray:
+    """Hits per window from the estimate at each window's end: a window's misses are the rise of the unique
+    keys over it, kept between 0 and its lookups (the estimate wobbles within its error), and summing to the
+    final estimate, so that the timeline ends where the summary does."""
+    if not lookups:
+        return np.zeros(0, dtype=np.uint64)
+    ends = np.minimum(np.arange(1, len(at_window_ends) + 1, dtype=np.int64) * window, lookups)
+    seen = np.round(np.asarray(at_window_ends, dtype=float)).astype(np.int64)
+    if lookups % window or not len(ends):
+        ends, seen = np.append(ends, lookups), np.append(seen, misses)
+    seen[-1] = misses
+    seen = np.minimum(np.minimum(np.maximum.accumulate(np.clip(seen, 0, misses)), ends), misses)
+    # Hits so far (ends - seen) never fall: taken from the end, where they are the summary's.
+    hits_so_far = np.minimum.accumulate((ends - seen)[::-1])[::-1]
+    return np.diff(hits_so_far, prepend=0).astype(np.uint64)
+
+
+def summary_note(infinite: dict) -> str | None:
+    """The summary's line on an estimated bound, with its band; None for the exact one."""
+    if not infinite.get("estimated"):
+        return None
+    return (f"infinite (bound) is estimated: the unique keys counted by a {METHOD} sketch of 64 KiB instead of a "
+            f"set of every key (memory follows the sample); its misses within +/-"
+            f"{infinite['band_sigmas'] * infinite['relative_error']:.1%} ({infinite['band_sigmas']} standard "
+            f"errors): hit rate {infinite['hit_rate_low']:.2%} to {infinite['hit_rate_high']:.2%}. "
+            "Give --lru N or drop --sample for the exact bound.")

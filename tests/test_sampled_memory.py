@@ -1,0 +1,98 @@
+"""SHARDS in memory that follows the sample, not the trace: with only sampled curves asked for, the infinite bound
+is counted by a sketch instead of a set of every key, and says it is estimated, with its band."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import cachescope
+from conftest import REPO
+
+# Runs a command as a user would and prints its peak resident memory on the last line of stderr: the kernel's
+# high-water mark of this process's memory (VmHWM), which counts what the core allocates too. Not getrusage's
+# ru_maxrss, which a child keeps from its parent across exec (pytest's own hundreds of MB).
+_PEAK = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as e:
+    code = e.code
+else:
+    code = 0
+hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+print("peak_kib", hwm, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _keys_trace(path, lookups: int, keys: int, seed: int) -> str:
+    """Every key of `keys` once, and `lookups` more of Zipf-popular ones, shuffled, as a keys text trace."""
+    rng = np.random.default_rng(seed)
+    ids = np.concatenate([np.arange(keys), rng.zipf(1.2, lookups) % keys])
+    rng.shuffle(ids)
+    with open(path, "w") as f:
+        f.write("\n".join(map("k{}".format, ids.tolist())) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sampled_memory")
+    return (_keys_trace(folder / "small.keys", 1_000, 500, 1),
+            _keys_trace(folder / "large.keys", 3_000_000, 1_500_000, 2))
+
+
+def _peak_and_json(path: str, *args) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-c", _PEAK, str(REPO / "simulate.py"), path, "--json", *args],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    peak = int(proc.stderr.strip().splitlines()[-1].split()[1])
+    return peak * 1024, json.loads(proc.stdout)
+
+
+def test_a_fixed_size_sample_keeps_no_state_per_key_of_the_trace(traces):
+    """4.5 M lookups over 1.5 M keys cost at most 60 MB beyond 1,500 lookups over 500 keys: what the sample
+    holds (4 samples of 32,768 keys) and the reader's batches, measured at 44 MB, and flat as the trace grows
+    (47 MB at 13 M lookups over 4 M keys). The set of every key the exact infinite bound kept made it 80 MB
+    here, growing with the keys."""
+    small, large = traces
+    base, _ = _peak_and_json(small, "--curve", "lru", "--sample-keys", "32768")
+    peak, doc = _peak_and_json(large, "--curve", "lru", "--sample-keys", "32768")
+    assert peak - base < 60e6, f"{(peak - base) / 1e6:.0f} MB beyond the small trace's {base / 1e6:.0f} MB"
+    assert doc["infinite"]["estimated"] is True
+
+
+def test_the_estimated_bound_is_within_its_band_of_the_exact_one(traces):
+    _, large = traces
+    exact = cachescope.simulate_trace(large, lru=10, curve="lru", sample="1%")  # a single run: the exact bound
+    estimated = cachescope.simulate_trace(large, curve="lru", sample="1%")
+    assert not exact.infinite.get("estimated")
+    inf, truth = estimated.infinite, exact.infinite
+    assert inf["estimated"] and inf["method"] == "hyperloglog" and 0 < inf["relative_error"] < 0.01
+    assert inf["misses_low"] <= truth["misses"] <= inf["misses_high"]
+    assert inf["hit_rate_low"] <= truth["hit_rate"] <= inf["hit_rate_high"]
+    assert abs(inf["misses"] - truth["misses"]) <= 3 * inf["relative_error"] * truth["misses"]
+    assert inf["lookups"] == truth["lookups"] and inf["commands"] == truth["commands"]
+    assert estimated.unique_keys == inf["misses"] and estimated.unique_keys_high == inf["misses_high"]
+    # Every key the exact bound has, and the timeline's bound ends where the summary does.
+    assert set(truth) <= set(inf)
+    bound = estimated.timeline[estimated.timeline["policy"] == "infinite"]
+    assert bound["hits"].sum() == inf["hits"] and (bound["hits"] <= bound["lookups"]).all()
+    doc = estimated.to_json()
+    assert doc["trace"]["unique_keys_estimated"] is True
+    assert doc["trace"]["unique_keys_low"] <= exact.unique_keys <= doc["trace"]["unique_keys_high"]
+
+
+def test_the_summary_says_the_bound_is_estimated(traces):
+    from conftest import run_cli
+
+    small, _ = traces
+    proc = run_cli("simulate.py", small, "--curve", "lru", "--sample", "10%", "--salts", "2", check_rc=0)
+    assert "infinite (bound) ~" in proc.stdout and "is estimated" in proc.stdout
+    assert "lookups of ~" in proc.stdout
+    exact = run_cli("simulate.py", small, "--lru", "10", "--curve", "lru", "--sample", "10%", check_rc=0)
+    assert "estimated" not in exact.stdout and "infinite (bound) ~" not in exact.stdout
