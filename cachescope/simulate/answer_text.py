@@ -15,9 +15,14 @@ def cache_name(row: dict) -> str:
 
 def per_second(x) -> str:
     """A rate to a precision worth reading: 135, 4.2, 0.051."""
-    if x is None or x != x:
+    if not _known(x):
         return ""
     return f"{x:,.0f}" if x >= 100 else f"{x:.1f}" if x >= 1 else f"{x:.2g}"
+
+
+def _known(x) -> bool:
+    """A value the row has: not missing, not NaN (a frame's gap)."""
+    return x is not None and x == x
 
 
 def _fmt(row: dict, n) -> str:
@@ -36,36 +41,36 @@ def answer_line(row: dict, overhead: int | None = None) -> str:
     how = {"exact": "exact: one entry less does not reach it", "confirmed": "confirmed by full runs, to 1%"}.get(
         method, f"estimated by the {method} curve, not confirmed: the input was read once")
     seeds = row.get("seeds")
-    if seeds and seeds == seeds and seeds > 1:
+    if _known(seeds) and seeds > 1:
         how = (f"the lowest of {int(seeds)} admission draws, {row['hit_rate_low']:.2%} to {row['hit_rate_high']:.2%}; "
                + how)
     elif method not in ("exact", "confirmed") and row.get("hit_rate_low") is not None:
         how += f"; band {row['hit_rate_low']:.2%} to {row['hit_rate_high']:.2%}"
     estimated, low = row.get("estimate_capacity"), row.get("estimate_hit_rate_low")
-    if method in ("exact", "confirmed") and estimated == estimated and low is not None and low == low:
+    if method in ("exact", "confirmed") and _known(estimated) and _known(low):
         # A sampled curve's own answer and band, beside what the full runs found.
         how += (f"; the {row['estimate_method']} curve said {_fmt(row, estimated)}, band {low:.2%} to "
                 f"{row['estimate_hit_rate_high']:.2%}")
     parts = [f"{name} for {row['target']:.0%}: {_fmt(row, row['capacity'])} per pod -> {row['hit_rate']:.2%} ({how})"]
     memory = row.get("memory_bytes")
-    if row["capacity_unit"] == "entries" and memory is not None and memory == memory:
+    if row["capacity_unit"] == "entries" and _known(memory):
         what = "peak: values + keys + fields" + (f" + {overhead} B an entry" if overhead is not None else "")
         fleet = "" if row.get("route") is None else f", {human_bytes(row['fleet_memory_bytes'])} for the fleet"
         parts.append(f"memory {human_bytes(memory)} per pod ({what}){fleet}")
     budget = row.get("capacity_bytes")
-    if budget is not None and budget == budget and row["capacity_unit"] == "entries":
+    if _known(budget) and row["capacity_unit"] == "entries":
         parts.append(f"as a byte budget (Caffeine's maximumWeight) {human_bytes(budget)} per pod")
-    if row.get("lookups_saved_per_s") is not None and row["lookups_saved_per_s"] == row["lookups_saved_per_s"]:
+    if _known(row.get("lookups_saved_per_s")):
         saves = f"saves {per_second(row['lookups_saved_per_s'])} lookups/s"
         trips = row.get("round_trips_saved_per_s")
-        if trips is not None and trips == trips:
+        if _known(trips):
             saves += f" and {per_second(trips)} round trips/s"
         parts.append(saves)
     warmup = row.get("warmup_s")
-    if warmup is not None and warmup == warmup:
+    if _known(warmup):
         parts.append(f"warms up in {warmup / 60:.1f} min" if warmup >= 120 else f"warms up in {warmup:.0f} s")
     knee = row.get("knee_capacity")
-    if knee is not None and knee == knee:
+    if _known(knee):
         parts.append(f"knee at {_fmt(row, knee)}")
     return "; ".join(parts)
 
@@ -76,7 +81,7 @@ def best_line(row: dict) -> str:
         return (f"nothing asked for reaches {row['target']:.0%}: the highest is {cache_name(row)}, "
                 f"{row['hit_rate']:.2%}")
     memory = row.get("fleet_memory_bytes")
-    total = f" ({human_bytes(memory)} in all)" if memory is not None and memory == memory else ""
+    total = f" ({human_bytes(memory)} in all)" if _known(memory) else ""
     if row.get("route") is None:
         return f"cheapest for {row['target']:.0%}: {cache_name(row)}, one cache of {_fmt(row, row['capacity'])}{total}"
     return (f"cheapest for {row['target']:.0%}: {cache_name(row)}, {int(row['pods'])} pods of "
@@ -96,7 +101,7 @@ def fleet_table(rows: list[dict]) -> list[str]:
             lines.append(f"{name:<22}  out of reach: {row['hit_rate']:.2%}{where}, where every key fits")
             continue
         seeds = row.get("seeds")
-        how = row["method"] + (f", {int(seeds)} draws" if seeds and seeds == seeds and seeds > 1 else "")
+        how = row["method"] + (f", {int(seeds)} draws" if _known(seeds) and seeds > 1 else "")
         cells = [_bytes_cell(row.get(k)) for k in ("memory_bytes", "capacity_bytes", "fleet_memory_bytes")]
         lines.append(f"{name:<22}  {_fmt(row, row['capacity']):>15}  {row['hit_rate']:>8.2%}  {how:<18}  "
                      f"{cells[0]:>10}  {cells[1]:>10}  {cells[2]:>12}")
@@ -104,4 +109,4 @@ def fleet_table(rows: list[dict]) -> list[str]:
 
 
 def _bytes_cell(n) -> str:
-    return "" if n is None or n != n else human_bytes(n)
+    return human_bytes(n) if _known(n) else ""
