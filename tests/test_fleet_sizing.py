@@ -203,3 +203,24 @@ def test_a_sampled_curve_brackets_fleets_too_and_the_runs_settle_them(sample_par
         assert row["estimate_method"] == "shards" and row["method"] in ("exact", "confirmed")
         assert row["estimate_hit_rate_low"] < row["estimate_hit_rate_high"]
         assert row["capacity"] == pytest.approx(want[(row["pods"], row["route"])]["capacity"], rel=0.011)
+
+
+def test_a_round_too_large_for_memory_is_read_in_several_passes_with_the_same_answers(sample_parquet, monkeypatch):
+    from cachescope.simulate import answers
+
+    whole = cachescope.simulate_trace(sample_parquet, curve="lru,wtinylfu", target="45%", pods="4", route="entity")
+    reads = []
+    share_out = answers.memory_shares
+
+    def counted(asks):
+        shares = share_out(asks)
+        reads.append(len(shares))
+        return shares
+
+    monkeypatch.setattr(answers, "MAX_ENTRIES_A_PASS", 20_000)
+    monkeypatch.setattr(answers, "memory_shares", counted)
+    cut = cachescope.simulate_trace(sample_parquet, curve="lru,wtinylfu", target="45%", pods="4", route="entity")
+    assert max(reads) > 1, "the bound must cut a round here"
+    key = ["policy", "pods", "route", "capacity", "hit_rate", "memory_bytes", "capacity_bytes"]
+    assert [{k: r.get(k) for k in key} for r in cut.to_json()["sizing"]] == \
+        [{k: r.get(k) for k in key} for r in whole.to_json()["sizing"]]

@@ -23,6 +23,14 @@ BYTES_SPREAD = 2.5
 """How far the first guess of a byte budget (entries x the mean value, a typical key and the overhead) may be
 off: key and field lengths are not known before the runs."""
 
+MAX_ENTRIES_A_PASS = 1 << 25
+"""Entries the caches of one pass may hold together (about 2-3 GiB at the policies' 60-100 bytes an entry):
+the runs a round asks for beyond that are read in further passes, so that many targets, fleets and seeds
+near a large answer cannot take the machine's memory."""
+
+BYTES_AN_ENTRY_GUESS = 128
+"""To count a byte budget's entries against that bound."""
+
 KEY_BYTES_GUESS = 48
 """A typical key and field in bytes (an entity id and a feature id), for that first guess."""
 
@@ -58,14 +66,14 @@ def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bo
                       for q, bracket in budgets if bracket is not None]
 
     def rows_of(asks):
-        pass_result = run_pass(asks)
-        rows = pass_result.summary_records()
-        singles = [a for a in asks if a.route is None]
-        # The summary lists the single runs first, then the fleets, each in the order asked.
-        order = singles + [a for a in asks if a.route is not None]
-        for index, row in enumerate(rows):
-            row["_run"] = (pass_result, index)  # where its hit rate over time is, for the answer's timeline
-        by_ask = dict(zip(order, rows))
+        by_ask = {}
+        for share in memory_shares(asks):
+            pass_result = run_pass(share)
+            # The summary lists the single runs first, then the fleets, each in the order asked.
+            order = [a for a in share if a.route is None] + [a for a in share if a.route is not None]
+            for index, (ask, row) in enumerate(zip(order, pass_result.summary_records())):
+                row["_run"] = (pass_result, index)  # where its hit rate over time is, for the answer's timeline
+                by_ask[ask] = row
         return [by_ask[a] for a in asks]
 
     passes = confirm(questions, rows_of)
@@ -75,6 +83,21 @@ def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bo
     result.best = best_rows(result.sizing, targets, single_asked or not shapes)
     result.confirming_passes = passes
     result.answer_timeline = answer_timeline([q for q in questions if q.unit == "entries"])
+
+
+def memory_shares(asks: list) -> list[list]:
+    """`asks` cut into runs of consecutive asks whose caches hold at most MAX_ENTRIES_A_PASS entries together
+    (a fleet's, all its pods': a client fleet's pods are not known before the run, 64 are assumed)."""
+    shares, share, held = [], [], 0
+    for ask in asks:
+        entries = ask.capacity if ask.unit == "entries" else ask.capacity // BYTES_AN_ENTRY_GUESS
+        entries *= ask.pods if ask.pods > 0 else 64
+        if share and held + entries > MAX_ENTRIES_A_PASS:
+            shares.append(share)
+            share, held = [], 0
+        share.append(ask)
+        held += entries
+    return shares + ([share] if share else [])
 
 
 def answer_timeline(questions: list[Question]):
