@@ -77,7 +77,8 @@ def confirm_answers(result, shapes, targets, entry_overhead: int, rereadable: bo
         return [by_ask[a] for a in asks]
 
     passes = confirm(questions, rows_of)
-    rows = [_row(q, estimates, result, passes) for q in questions]
+    estimated = records(estimates)
+    rows = [_row(q, estimated, result, passes) for q in questions]
     sizing = _merge_budgets([r for r in rows if r is not None])
     result.sizing = pd.DataFrame(sizing)
     result.best = best_rows(result.sizing, targets, single_asked or not shapes)
@@ -195,9 +196,9 @@ def _bytes_per_entry(result, entry_overhead: int) -> float:
     return looked / lookups + KEY_BYTES_GUESS + entry_overhead
 
 
-def _row(q: Question, estimates, result, passes: int) -> dict | None:
+def _row(q: Question, estimated: list[dict], result, passes: int) -> dict | None:
     """The sizing row of a closed question (see DESIGN.md's `sizing[]` contract)."""
-    curve = _estimate(records(estimates), q.policy, q.pods, q.route, q.target)
+    curve = _estimate(estimated, q.policy, q.pods, q.route, q.target)
     answer = q.answer
     row = {"policy": q.policy, "target": q.target, "pods": q.pods, "route": q.route, "capacity_unit": q.unit,
            "reached": q.bracket.reachable and answer is not None, "bound_hit_rate": result.infinite["hit_rate"]}

@@ -377,7 +377,7 @@ def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, sa
         if policy in EXACT and rate is None and sample_keys is None:
             sim.add_lru_curve(caps, overhead)
             for pods, route in shapes:
-                sim.add_fleet_lru_curve(caps, pods if route != "client" else 0, route, overhead)
+                sim.add_fleet_lru_curve(caps, pods, route, overhead)
             continue
         # Samples are disjoint ranges of the keys: `salts` of them must fit in all the keys.
         if rate is not None and rate * salts > 1:
@@ -390,14 +390,13 @@ def _add_curves(sim, policies, spec, caps, unit, overhead, rate, sample_keys, sa
             shards_caps = [c for c in caps if c >= low]
             sim.add_shards(shards_caps, rate or 1.0 / salts, salts, sample_keys, overhead)
             for pods, route in shapes:
-                sim.add_fleet_shards(shards_caps, rate or 1.0 / salts, salts, sample_keys, overhead,
-                                     pods if route != "client" else 0, route)
+                sim.add_fleet_shards(shards_caps, rate or 1.0 / salts, salts, sample_keys, overhead, pods, route)
         else:
             mini_rate = rate or MINISIM_RATE
             mini_caps = minisim_capacities(mini_rate, unit) if auto else caps
             sim.add_minisim(policy, mini_caps, mini_rate, salts, params.get(policy, {}), overhead)
             for pods, route in shapes:
-                sim.add_fleet_minisim(policy, mini_caps, mini_rate, salts, pods if route != "client" else 0, route,
+                sim.add_fleet_minisim(policy, mini_caps, mini_rate, salts, pods, route,
                                       params.get(policy, {}), overhead)
 
 
