@@ -896,6 +896,35 @@ impl Simulation {
         })
     }
 
+    /// Estimates the bound's commands and round trips served from a sample of entities of at most `max_keys`
+    /// keys (`simulation::ServedSample`), for traces whose commands read several keys. Before the first `feed`.
+    fn estimate_served_commands(&mut self, max_keys: usize) -> PyResult<()> {
+        self.inner.estimate_served_commands(max_keys).map_err(value_err)
+    }
+
+    /// After `estimate_served_commands`: {"commands": counts, "round_trips": counts or None}, each counts a
+    /// dict of groups, several (groups over several entities), sampled_unserved, sampled_unserved_squares and
+    /// rate; else None.
+    #[getter]
+    fn served_counts<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some((commands, trips)) = self.inner.served_counts() else {
+            return Ok(None);
+        };
+        let as_dict = |c: simulation::ServedCounts| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            d.set_item("groups", c.groups)?;
+            d.set_item("several", c.several)?;
+            d.set_item("sampled_unserved", c.sampled_unserved)?;
+            d.set_item("sampled_unserved_squares", c.sampled_unserved_squares)?;
+            d.set_item("rate", c.rate)?;
+            Ok(d)
+        };
+        let d = PyDict::new(py);
+        d.set_item("commands", as_dict(commands)?)?;
+        d.set_item("round_trips", trips.map(as_dict).transpose()?)?;
+        Ok(Some(d))
+    }
+
     /// Every entry-capacity run and fleet pod reports `resident_bytes_peak` from now on: the largest bytes
     /// its cache held, each entry weighing value + key + field + `entry_overhead` bytes. Before the first `feed`.
     fn track_resident_bytes(&mut self, entry_overhead: u32) {

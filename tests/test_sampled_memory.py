@@ -96,3 +96,60 @@ def test_the_summary_says_the_bound_is_estimated(traces):
     assert "lookups of ~" in proc.stdout
     exact = run_cli("simulate.py", small, "--lru", "10", "--curve", "lru", "--sample", "10%", check_rc=0)
     assert "estimated" not in exact.stdout and "infinite (bound) ~" not in exact.stdout
+
+
+# ---- traces of HMGETs: commands served estimated from a sample of entities ------------------------------------
+def _hmget_trace(path, commands: int, entities: int, fields: int, seed: int) -> str:
+    """A Parquet trace of HMGETs as parse.py writes them: command `req` reads `fields` fields of one entity
+    (every entity once, then Zipf-popular ones), each command its own round trip on one of 8 connections."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    ids = np.concatenate([np.arange(entities), rng.zipf(1.2, commands - entities) % entities])
+    rng.shuffle(ids)
+    names = np.array([f"user:{e}" for e in range(entities)], dtype=object)
+    req = np.repeat(np.arange(commands, dtype=np.uint64), fields)
+    pq.write_table(pa.table({
+        "ts_ns": pa.array(1_700_000_000_000_000_000 + req.astype(np.int64) * 1000, pa.int64()),
+        "conn": pa.array(req % 8, pa.uint32()),
+        "req": pa.array(req, pa.uint64()),
+        "batch": pa.array(req // 8, pa.uint64()),
+        "op": pa.array(["read"] * len(req)),
+        "key": pa.array(names[np.repeat(ids, fields)]),
+        "field": pa.array(np.tile(np.array([f"f{j}" for j in range(fields)], dtype=object), commands)),
+    }), path, row_group_size=1 << 20)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def hmget_traces(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sampled_memory_hmget")
+    return (_hmget_trace(folder / "small.parquet", 200, 100, 10, 3),
+            _hmget_trace(folder / "large.parquet", 400_000, 150_000, 10, 4))
+
+
+def test_a_trace_of_hmgets_keeps_no_state_per_key_either(hmget_traces):
+    """4 M lookups over 1.5 M keys in HMGETs of 10 fields: the exact bound's set of every key made it 130 MB more
+    than 2,000 lookups; the sketch and the sample of entities (at most 2^18 keys) keep it within 60 MB."""
+    small, large = hmget_traces
+    base, _ = _peak_and_json(small, "--curve", "lru", "--sample-keys", "32768")
+    peak, doc = _peak_and_json(large, "--curve", "lru", "--sample-keys", "32768")
+    assert doc["infinite"]["estimated"] is True and doc["infinite"]["served_method"] == "entity sample"
+    assert peak - base < 60e6, f"{(peak - base) / 1e6:.0f} MB beyond the small trace's {base / 1e6:.0f} MB"
+
+
+def test_the_commands_served_of_hmgets_are_within_their_band(hmget_traces):
+    _, large = hmget_traces
+    exact = cachescope.simulate_trace(large, lru=10, curve="lru", sample="1%").infinite
+    inf = cachescope.simulate_trace(large, curve="lru", sample="1%").infinite
+    assert not exact.get("estimated") and inf["estimated"]
+    assert inf["commands"] == exact["commands"] == 400_000 and inf["round_trips"] == exact["round_trips"]
+    # The sample is of entities, not of all of them: its rate is below 1 and the band is not empty.
+    assert 0 < inf["served_sample_rate"] < 1 and inf["commands_over_several_entities"] == 0
+    assert inf["commands_served_low"] <= exact["commands_served"] <= inf["commands_served_high"]
+    assert inf["commands_served_high"] - inf["commands_served_low"] < 0.05 * exact["commands"]
+    assert abs(inf["commands_served"] - exact["commands_served"]) < 0.02 * exact["commands"]
+    assert inf["round_trips_saved_low"] <= exact["round_trips_saved"] <= inf["round_trips_saved_high"]
+    # Not the hits, as a count of unique keys alone would have made it: a first visit misses 10 fields at once.
+    assert inf["commands_served"] != inf["hits"]

@@ -156,7 +156,8 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
 
 def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int, bound: float) -> pd.DataFrame:
     """Sampled curves, one row per capacity: the mean of the salts' estimates and a band of two standard
-    deviations of them (`hit_rate_low`, `hit_rate_high`), with `salts` and `sample_rate`. No cache beats the
+    deviations of them (`hit_rate_low`, `hit_rate_high`), each salt's own (`hit_rate_by_sample`), with `salts`
+    and `sample_rate`. No cache beats the
     infinite one, whose hit rate `bound` is exact: estimates above it are sampling noise, and are cut to it."""
     import pandas as pd
     frames = []
@@ -190,6 +191,9 @@ def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int
             "hit_rate": mean[keep],
             "hit_rate_low": np.clip(mean[keep] - spread[keep], 0, 1),
             "hit_rate_high": np.clip(mean[keep] + spread[keep], 0, bound),
+            # Each sample's own estimate (uncut): the spread the band is made of, and what a benchmark averages
+            # its error over (bench/scale/anchors.py).
+            "hit_rate_by_sample": [row.tolist() for row in per_salt.T[keep]],
         }))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 

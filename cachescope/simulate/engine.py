@@ -13,7 +13,7 @@ from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.progress import progress_bar
 from cachescope.simulate import options as opt
-from cachescope.simulate.estimated_bound import bound_is_estimated
+from cachescope.simulate.estimated_bound import SERVED_SAMPLE_KEYS, bound_is_estimated, one_lookup_each
 from cachescope.simulate.curve import DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, minisim_capacities
 from cachescope.simulate.fleet import parse_pods
 from cachescope.simulate.live_progress import LiveProgress
@@ -224,6 +224,8 @@ def _simulation(call: dict, plan: Plan, source):
         )
         if estimate_bound:
             sim.estimate_unique_reads()
+            if not one_lookup_each(getattr(source, "sources", [source])):
+                sim.estimate_served_commands(SERVED_SAMPLE_KEYS)
         if call["_by_field"]:
             sim.count_by_field()  # the report's hit rate per feature (report/chosen_run.py)
         for (policy, cap, n, r), part, seed in zip(fleets, fleet_parts, fleet_seeds):

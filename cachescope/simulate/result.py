@@ -160,7 +160,8 @@ class SimulationResult:
         else:
             from cachescope.simulate.estimated_bound import estimated_bound
 
-            bound, bound_window_hits = estimated_bound(sim.lookups, estimated, window)
+            bound, bound_window_hits = estimated_bound(sim.lookups, estimated, window,
+                                                       getattr(sim, "served_counts", None))
             band = bound.pop("band")
         rows = [_summary_row(r, cap.unit) for r, (_, cap) in zip(native, runs)]
         fleets = sim.fleets()

@@ -15,7 +15,9 @@ use crate::sim::{Events, Membership, Options, Run, Unit, WriteMode};
 use crate::trace::reader::OP_READ;
 
 mod distinct;
+mod served;
 pub use distinct::DistinctReads;
+pub use served::{ServedCounts, ServedSample};
 
 /// One run to make: policy name, capacity, what the capacity counts, and the policy's parameters.
 #[derive(Clone, Debug)]
@@ -48,6 +50,7 @@ pub struct Simulation {
     /// The unique keys read, estimated by a sketch, when the caller stands it in for the infinite run
     /// (`estimate_unique_reads`).
     distinct: Option<DistinctReads>,
+    served: Option<ServedSample>,
     lookups: u64,
     /// Time of the last lookup of each completed window.
     window_ts: Vec<i64>,
@@ -87,6 +90,7 @@ impl Simulation {
             members,
             unique_reads: None,
             distinct: None,
+            served: None,
             lookups: 0,
             window_ts: Vec::new(),
             has_clock: None,
@@ -188,6 +192,18 @@ impl Simulation {
         Ok(())
     }
 
+    /// The bound's commands and round trips served, estimated from a sample of entities of at most `max_keys`
+    /// keys (`served.rs`): where a command may read several keys (HMGET), the unique keys do not tell them.
+    pub fn estimate_served_commands(&mut self, max_keys: usize) -> Result<(), String> {
+        self.check_curve_can_start()?;
+        self.served = Some(ServedSample::new(max_keys));
+        Ok(())
+    }
+
+    pub fn served_counts(&self) -> Option<(ServedCounts, Option<ServedCounts>)> {
+        self.served.as_ref().map(ServedSample::counts)
+    }
+
     pub fn distinct_reads(&self) -> Option<&DistinctReads> {
         self.distinct.as_ref()
     }
@@ -287,8 +303,9 @@ impl Simulation {
             }
         };
         let distinct = self.distinct.as_mut();
+        let served = self.served.as_mut();
         let tasks = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart)
-            + usize::from(unique_reads.is_some()) + usize::from(distinct.is_some());
+            + usize::from(unique_reads.is_some()) + usize::from(distinct.is_some()) + usize::from(served.is_some());
         if tasks > 1 && ev.len() >= PARALLEL_MIN_BATCH {
             std::thread::scope(|s| {
                 if let Some(m) = observing {
@@ -298,6 +315,9 @@ impl Simulation {
                     s.spawn(move || count_unique(unique));
                 }
                 if let Some(d) = distinct {
+                    s.spawn(move || d.feed(ev));
+                }
+                if let Some(d) = served {
                     s.spawn(move || d.feed(ev));
                 }
                 for run in self.runs.iter_mut() {
@@ -318,6 +338,9 @@ impl Simulation {
                 count_unique(unique);
             }
             if let Some(d) = distinct {
+                d.feed(ev);
+            }
+            if let Some(d) = served {
                 d.feed(ev);
             }
             self.runs.iter_mut().for_each(process);

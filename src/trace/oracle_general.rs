@@ -5,7 +5,7 @@
 
 use std::io::{self, Read};
 
-use super::objects::{numeric_key, ObjectBatch, ObjectStats};
+use super::objects::{numeric_keys_in_place, ObjectBatch, ObjectStats};
 use super::reader::OP_READ;
 use crate::error::TraceError;
 
@@ -73,7 +73,7 @@ impl<R: Read> OracleGeneralReader<R> {
                 self.stats.zero_size += 1;
                 continue;
             }
-            b.keys.push(numeric_key(id));
+            b.keys.push(id); // hashed below, all at once
             b.ops.push(OP_READ);
             b.ts_ns.push(i64::from(ts) * NS);
             b.value_sizes.push(size);
@@ -82,6 +82,7 @@ impl<R: Read> OracleGeneralReader<R> {
             b.next_access.push(next);
             self.stats.count(OP_READ);
         }
+        numeric_keys_in_place(&mut b.keys);
         self.offset += got as u64;
         Ok(Some(b))
     }
@@ -105,6 +106,7 @@ fn read_full(src: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 mod tests {
     use super::*;
     use std::io::Cursor;
+    use crate::trace::objects::numeric_key;
 
     fn record(ts: u32, id: u64, size: u32, next: i64) -> Vec<u8> {
         [&ts.to_le_bytes()[..], &id.to_le_bytes(), &size.to_le_bytes(), &next.to_le_bytes()].concat()
