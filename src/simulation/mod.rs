@@ -260,7 +260,12 @@ impl Simulation {
         // The membership is brought up to date with the batch beside the runs, on a thread of its own, when
         // no run can consult it during the batch; else before them.
         let mut observe_apart = false;
-        if !plain && ev.ops.is_some() {
+        // Which keys belong to which hash is read only by writes that invalidate, stale reads of runs and fleets,
+        // and refreshes: sampled curves beside an estimated bound need none of it, which keeps their memory
+        // following the sample (8 bytes and more per unique key otherwise).
+        let members_read = self.opts.writes != WriteMode::Ignore || !self.opts.refreshes.is_empty()
+            || !self.runs.is_empty() || !self.fleets.is_empty();
+        if !plain && ev.ops.is_some() && members_read {
             observe_apart = !self.members.consulted_by(ev);
             if !observe_apart {
                 self.members.observe_all(ev);
