@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,11 +94,17 @@ def mrc_run(binary: str, trace: Path, caps: list[int], rate: float, salt: int, t
                "--profiler=SHARDS", f"--profiler-params=FIX_RATE,{rate:g},{salt}",
                "--size=" + ",".join(f"{c}B" for c in caps)]
         t = time.perf_counter()
+        # A session of its own, so that a timeout stops mrcProfiler too, not only /usr/bin/time above it.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
         try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             return {"wall_s": timeout, "timed_out": True, "peak_bytes": None, "hit_rates": {}}
         seconds = time.perf_counter() - t
+        out = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
         if out.returncode != 0:
             raise SystemExit(f"\n!!! {' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
         peak = int(Path(tf.name).read_text().split()[-1]) * 1024
