@@ -143,6 +143,7 @@ def test_a_trace_of_hmgets_keeps_no_state_per_key_either(hmget_traces):
     assert peak - base < 50e6, f"{(peak - base) / 1e6:.0f} MB beyond the smaller trace's {base / 1e6:.0f} MB"
 
 
+@pytest.mark.slow
 def test_the_commands_served_of_hmgets_are_within_their_band(hmget_traces):
     _, more = hmget_traces
     exact = cachescope.simulate_trace(more, lru=10, curve="lru", sample="1%").infinite
