@@ -70,7 +70,8 @@ pub struct Limits {
     pub max_command_bytes: u32,
     /// Commands waiting for their reply; beyond it the oldest is emitted with `Reply::Unknown`.
     pub max_pending_commands: usize,
-    /// Argument bytes held for waiting commands; beyond it the oldest is emitted with `Reply::Unknown`.
+    /// Argument bytes (plus 8 per argument) held for waiting commands; beyond it the oldest is emitted with
+    /// `Reply::Unknown`.
     pub max_pending_bytes: usize,
     /// Elements described per reply (an array's elements, or an EXEC's replies and their elements); a larger
     /// reply is summarized as `Reply::Other`.
@@ -89,7 +90,7 @@ impl Default for Limits {
             max_arg_bytes: 1 << 20,
             max_command_bytes: 16 << 20,
             max_pending_commands: 100_000,
-            max_pending_bytes: 16 << 20,
+            max_pending_bytes: 4 << 20,
             max_reply_elements: 1 << 18,
             max_field_bytes: 4 << 20,
         }
