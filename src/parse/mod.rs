@@ -59,6 +59,8 @@ impl Default for ParseConfig {
 /// parts the rows made are released and a batch may be handed out, so that a connection that closes (or is
 /// open at the capture's end) holding a million keys of pipelined MGETs is not made into rows all at once.
 pub const CLOSING_ARGS: usize = 1 << 14;
+/// And at most this many bytes of their arguments at a time (long keys: a batch ends by its bytes too).
+pub const CLOSING_BYTES: usize = 1 << 20;
 
 /// A batch also ends once its keys and fields reach this many bytes (it then holds at most this plus one
 /// command's, itself bounded by `resp::Limits`), so that long keys cannot make a batch of many rows huge.
@@ -290,13 +292,13 @@ impl Sink {
         }
     }
 
-    /// A part of the commands of the closing connection with the oldest: up to `CLOSING_ARGS` arguments, and
-    /// none sent after the oldest of the next one's (so the rows made can leave in order at once).
+    /// A part of the commands of the closing connection with the oldest: up to `CLOSING_ARGS` arguments
+    /// (`CLOSING_BYTES` of them), and none sent after the oldest of the next one's (so the rows made can leave in order at once).
     fn pass_on_closing(&mut self) {
         let Some(mut c) = self.closing.pop() else { return };
         let until = self.closing.peek().map_or(i64::MAX, |next| next.oldest);
         let (conn, rows) = (c.conn, &mut self.rows);
-        if c.session.finish_some(CLOSING_ARGS, until, &mut |cmd| rows.push_command(conn, cmd)) {
+        if c.session.finish_some(CLOSING_ARGS, CLOSING_BYTES, until, &mut |cmd| rows.push_command(conn, cmd)) {
             add_resp(&mut self.resp, c.session.stats());
             self.closed_done(conn);
         } else {
@@ -361,12 +363,21 @@ impl Sink {
     /// The rows so far, with the endpoints of the connections they name; then the endpoints of connections
     /// closed meanwhile are forgotten (no later row can name them).
     ///
-    /// At most `max_rows` rows (up to the end of the command that reaches it): a bound of the reorder window
+    /// At most `max_rows` rows or `MAX_BATCH_STRING_BYTES` of keys and fields (up to the end of the command
+    /// that reaches either): a bound of the reorder window
     /// can release many more at once (rows held behind a command whose reply never came), and a batch of
     /// half a million MGET keys cost Python hundreds of MiB to convert. The rest leaves in the next batches.
     fn take(&mut self, max_rows: usize) -> RowBatch {
         let out = &self.order.out;
-        let mut cut = max_rows.max(1).min(out.len());
+        let bytes_before = |i: usize| (out.key_offsets[i] - out.key_offsets[0] + out.field_offsets[i] - out.field_offsets[0]) as usize;
+        // The first row before which the batch's strings reach the bound (they only grow row by row).
+        let (mut lo, mut hi) = (0, out.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if bytes_before(mid) < MAX_BATCH_STRING_BYTES { lo = mid + 1 } else { hi = mid }
+        }
+        let by_bytes = lo;
+        let mut cut = max_rows.min(by_bytes).max(1).min(out.len());
         while cut < out.len() && (out.conn[cut], out.req[cut]) == (out.conn[cut - 1], out.req[cut - 1]) {
             cut += 1;
         }

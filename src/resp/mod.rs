@@ -19,6 +19,7 @@ mod command;
 mod error_code;
 mod inline;
 mod line;
+mod plain_text;
 mod redact;
 mod reply;
 mod request;
@@ -37,6 +38,7 @@ pub use arena::{ArgsView, FieldsView, OwnedArgs};
 pub use command::{Command, Reply};
 pub use error_code::{ErrorCode, MAX_CODE};
 pub use redact::REDACTED;
+pub use plain_text::{is_inline_command_start, is_reply_line};
 pub use session::Session;
 pub use tls::is_tls_record;
 

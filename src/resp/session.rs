@@ -316,15 +316,15 @@ impl Session {
 
     /// The connection closed or the capture ended: every command still waiting is emitted, its reply unknown.
     pub fn finish(&mut self, out: &mut impl FnMut(&Command)) {
-        while !self.finish_some(usize::MAX, i64::MAX, out) {}
+        while !self.finish_some(usize::MAX, usize::MAX, i64::MAX, out) {}
     }
 
     /// As `finish`, a part at a time: emits the commands still waiting, oldest first, until their arguments
-    /// reach `max_args` (one command at least) or the next one was sent after `until_ts`; returns whether
-    /// none is left. The parser takes a closed connection's commands so, between batches of rows: a
+    /// reach `max_args` or their bytes `max_bytes` (one command at least), or the next one was sent after
+    /// `until_ts`; returns whether none is left. The parser takes a closed connection's commands so, between batches of rows: a
     /// connection that pipelined dense MGETs without replies holds a million keys, which made into rows at
     /// once took five times their memory, and as many again for every such connection open at the end.
-    pub fn finish_some(&mut self, max_args: usize, until_ts: i64, out: &mut impl FnMut(&Command)) -> bool {
+    pub fn finish_some(&mut self, max_args: usize, max_bytes: usize, until_ts: i64, out: &mut impl FnMut(&Command)) -> bool {
         if !self.finishing {
             self.finishing = true;
             let mut events = std::mem::take(&mut self.events);
@@ -336,7 +336,7 @@ impl Session {
             self.events = events;
             self.mark_unknown();
         }
-        self.emit_some(max_args, until_ts, out);
+        self.emit_some(max_args, max_bytes, until_ts, out);
         self.copy_counts();
         self.queue.is_empty()
     }
@@ -960,16 +960,19 @@ impl Session {
 
     /// Emits the commands at the front of the queue whose reply is settled.
     fn emit_ready(&mut self, out: &mut impl FnMut(&Command)) {
-        self.emit_some(usize::MAX, i64::MAX, out);
+        self.emit_some(usize::MAX, usize::MAX, i64::MAX, out);
     }
 
-    /// `emit_ready`, until the arguments emitted reach `max_args` (one command at least) or the next command
-    /// was sent after `until_ts`.
-    fn emit_some(&mut self, max_args: usize, until_ts: i64, out: &mut impl FnMut(&Command)) {
-        let mut args = 0usize;
-        while self.queue.front().is_some_and(|p| p.wait == Wait::Done && (args == 0 || (args < max_args && p.cmd.ts <= until_ts))) {
+    /// `emit_ready`, until the arguments emitted reach `max_args` or their bytes `max_bytes` (one command at
+    /// least), or the next command was sent after `until_ts`.
+    fn emit_some(&mut self, max_args: usize, max_bytes: usize, until_ts: i64, out: &mut impl FnMut(&Command)) {
+        let (mut args, mut bytes) = (0usize, 0usize);
+        while self.queue.front().is_some_and(|p| {
+            p.wait == Wait::Done && (args == 0 || (args < max_args && bytes < max_bytes && p.cmd.ts <= until_ts))
+        }) {
             let Some(p) = self.queue.pop_front() else { break };
             args += p.cmd.argc.max(1) as usize;
+            bytes += p.cmd.bytes_len as usize;
             self.cursor = self.cursor.saturating_sub(1);
             self.emit(&p, out);
             self.args.bytes.release(p.cmd.bytes_start + p.cmd.bytes_len as u64);
