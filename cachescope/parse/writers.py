@@ -175,7 +175,7 @@ class _OracleGeneral:
     a copy of them while a chunk's new keys are merged in), plus a chunk of CHUNK records."""
 
     DTYPE = np.dtype([("time", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
-    CHUNK = 1 << 20
+    CHUNK = 1 << 18
 
     def __init__(self):
         import tempfile

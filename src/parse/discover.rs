@@ -10,6 +10,12 @@
 //!   connection (a SYN sent to it);
 //! - a Redis Cluster's bus (port + 10000) speaks a binary protocol, never RESP, so it gets no vote.
 //!
+//! Inline commands (netcat, telnet, `redis-cli` typed lines: `GET foo\r\n`) vote too, once answered: a client
+//! segment that begins with a line Redis would run (`resp::is_inline_command_start`), on a connection where
+//! the client spoke first, whose next server segment begins with a RESP reply line (`resp::is_reply_line`).
+//! Other line protocols share names with Redis (HTTP's `GET`) but answer otherwise (`HTTP/1.1 200`, `250`), or
+//! speak first (POP3's `+OK` greeting, SMTP's `220`).
+//!
 //! Segments that begin with a TLS record are counted by their server's (lower) port: when no Redis is found,
 //! the error can say the traffic is encrypted rather than that it holds no commands.
 //!
@@ -22,7 +28,7 @@ use std::net::SocketAddr;
 use crate::capture::{CaptureCounters, CaptureReader};
 use crate::error::TraceError;
 use crate::net::{TcpFlags, TcpSegment};
-use crate::resp::{is_command_start, is_tls_record};
+use crate::resp::{is_command_start, is_inline_command_start, is_reply_line, is_tls_record};
 
 const PORTS: usize = 1 << 16;
 /// Bytes that always tell a command start (`*1234567\r\n$20\r\n`, a name of at most 20 bytes, `\r\n`).
@@ -57,6 +63,10 @@ struct Votes {
     /// The first bytes of a possible command cut short by its segment, by (source, destination), with the
     /// sequence number of the segment that would continue it.
     heads: HashMap<(SocketAddr, SocketAddr), (u32, Vec<u8>)>,
+    /// Connections (lower address first) by the side whose payload came first.
+    first_speaker: HashMap<(SocketAddr, SocketAddr), SocketAddr>,
+    /// (server, client) of inline commands whose answer is the server's next segment.
+    inline_asked: HashMap<(SocketAddr, SocketAddr), ()>,
 }
 
 impl Votes {
@@ -69,6 +79,8 @@ impl Votes {
             lower_port_segments: vec![0; PORTS],
             tls_segments: vec![0; PORTS],
             heads: HashMap::new(),
+            first_speaker: HashMap::new(),
+            inline_asked: HashMap::new(),
         }
     }
 
@@ -82,14 +94,43 @@ impl Votes {
             self.syns_to[usize::from(dst)] += 1;
         }
         if self.starts_command(seg) {
-            let d = usize::from(dst);
-            self.commands_to[d] = self.commands_to[d].saturating_add(1);
-            match self.first_sender[d] {
-                0 => self.first_sender[d] = src,
-                first if first != src => self.many_senders[d] = true,
-                _ => {}
-            }
+            self.vote(src, dst);
+        } else if self.answered_inline(seg) {
+            self.vote(dst, src);
         }
+    }
+
+    /// A command sent from port `src` to port `dst`.
+    fn vote(&mut self, src: u16, dst: u16) {
+        let d = usize::from(dst);
+        self.commands_to[d] = self.commands_to[d].saturating_add(1);
+        match self.first_sender[d] {
+            0 => self.first_sender[d] = src,
+            first if first != src => self.many_senders[d] = true,
+            _ => {}
+        }
+    }
+
+    /// Whether the segment is a server's RESP answer to an inline command; else notes whether it asks one.
+    fn answered_inline(&mut self, seg: &TcpSegment<'_>) -> bool {
+        if seg.payload.is_empty() {
+            return false;
+        }
+        if self.inline_asked.remove(&(seg.src, seg.dst)).is_some() {
+            return is_reply_line(seg.payload);
+        }
+        let conn = if seg.src < seg.dst { (seg.src, seg.dst) } else { (seg.dst, seg.src) };
+        if self.first_speaker.len() >= MAX_HEADS && !self.first_speaker.contains_key(&conn) {
+            self.first_speaker.clear();
+        }
+        let first = *self.first_speaker.entry(conn).or_insert(seg.src);
+        if first == seg.src && is_inline_command_start(seg.payload) {
+            if self.inline_asked.len() >= MAX_HEADS {
+                self.inline_asked.clear();
+            }
+            self.inline_asked.insert((seg.dst, seg.src), ());
+        }
+        false
     }
 
     /// Whether the segment begins with a command, or completes one begun by the segments before it on its
@@ -231,6 +272,48 @@ mod tests {
             seg("10.0.0.1:50002", "10.0.0.2:5432", TcpFlags::ACK, b"\x00\x00\x00\x08"),
         ];
         assert_eq!(report(&segs), PortReport { redis: vec![], servers: vec![(80, 2), (5432, 1)], tls: vec![] });
+    }
+
+    #[test]
+    fn answered_inline_commands_are_found_and_other_line_protocols_are_not() {
+        let (c, r) = ("10.0.0.1:50000", "10.0.0.2:6380");
+        let inline = [
+            seg(c, r, TcpFlags::ACK, b"SET k v\r\n"),
+            seg(r, c, TcpFlags::ACK, b"+OK\r\n"),
+            seg(c, r, TcpFlags::ACK, b"get k\r\n"),
+            seg(r, c, TcpFlags::ACK, b"$1\r\nv\r\n"),
+        ];
+        assert_eq!(report(&inline).redis, vec![6380]);
+        // Unanswered, or answered by something that is no RESP: no vote.
+        assert!(report(&inline[..1]).redis.is_empty());
+        let (h, w) = ("10.0.0.1:50001", "10.0.0.2:80");
+        let http = [
+            seg(h, w, TcpFlags::ACK, b"GET / HTTP/1.1\r\nHost: w\r\n\r\n"),
+            seg(w, h, TcpFlags::ACK, b"HTTP/1.1 200 OK\r\n\r\n"),
+            seg(h, w, TcpFlags::ACK, b"GET index\r\n"),
+            seg(w, h, TcpFlags::ACK, b"<html></html>\r\n"),
+        ];
+        let (m, x) = ("10.0.0.1:50002", "10.0.0.2:25");
+        let smtp = [
+            seg(x, m, TcpFlags::ACK, b"220 mx ESMTP\r\n"),
+            seg(m, x, TcpFlags::ACK, b"EHLO client\r\n"),
+            seg(x, m, TcpFlags::ACK, b"250 mx\r\n"),
+            seg(m, x, TcpFlags::ACK, b"DATA\r\n"),
+            seg(x, m, TcpFlags::ACK, b"354 go on\r\n"),
+            seg(m, x, TcpFlags::ACK, b"QUIT\r\n"),
+            seg(x, m, TcpFlags::ACK, b"221 bye\r\n"),
+        ];
+        // POP3 answers in RESP-like lines, but greets first; a name shared with Redis (TYPE, from FTP's
+        // vocabulary) asked after its greeting does not count.
+        let (p, q) = ("10.0.0.1:50003", "10.0.0.2:110");
+        let pop3 = [
+            seg(q, p, TcpFlags::ACK, b"+OK POP3 ready\r\n"),
+            seg(p, q, TcpFlags::ACK, b"TYPE k\r\n"),
+            seg(q, p, TcpFlags::ACK, b"-ERR unknown command\r\n"),
+        ];
+        for other in [&http[..], &smtp[..], &pop3[..]] {
+            assert!(report(other).redis.is_empty());
+        }
     }
 
     #[test]

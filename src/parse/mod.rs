@@ -18,7 +18,8 @@ mod order_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::io::Read;
 use std::net::SocketAddr;
 
@@ -54,6 +55,13 @@ impl Default for ParseConfig {
     }
 }
 
+/// Arguments (about rows) a closed connection's waiting commands are passed on at a time: between two such
+/// parts the rows made are released and a batch may be handed out, so that a connection that closes (or is
+/// open at the capture's end) holding a million keys of pipelined MGETs is not made into rows all at once.
+pub const CLOSING_ARGS: usize = 1 << 14;
+/// And at most this many bytes of their arguments at a time (long keys: a batch ends by its bytes too).
+pub const CLOSING_BYTES: usize = 1 << 20;
+
 /// A batch also ends once its keys and fields reach this many bytes (it then holds at most this plus one
 /// command's, itself bounded by `resp::Limits`), so that long keys cannot make a batch of many rows huge.
 pub const MAX_BATCH_STRING_BYTES: usize = 64 << 20;
@@ -64,6 +72,8 @@ pub struct CaptureParser<R: Read> {
     decode: CaptureCounters,
     reassembler: Reassembler,
     sink: Sink,
+    /// The capture has been read to its end (closed connections may still be passing on their commands).
+    read_all: bool,
     done: bool,
 }
 
@@ -87,6 +97,34 @@ struct Sink {
     now: i64,
     /// Counters of sessions already finished.
     resp: RespStats,
+    /// Closed connections whose waiting commands are still being passed on (`Session::finish_some`), oldest
+    /// waiting command first: taken a part at a time, in send order across them.
+    closing: BinaryHeap<Closing>,
+}
+
+/// A closed connection still passing on its commands, ordered by its oldest one's send time (then its id).
+struct Closing {
+    oldest: i64,
+    conn: u32,
+    session: Box<Session>,
+}
+
+impl PartialEq for Closing {
+    fn eq(&self, other: &Closing) -> bool {
+        (self.oldest, self.conn) == (other.oldest, other.conn)
+    }
+}
+impl Eq for Closing {}
+impl PartialOrd for Closing {
+    fn partial_cmp(&self, other: &Closing) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Closing {
+    /// Reversed: the heap's top is the oldest.
+    fn cmp(&self, other: &Closing) -> std::cmp::Ordering {
+        Reverse((self.oldest, self.conn)).cmp(&Reverse((other.oldest, other.conn)))
+    }
 }
 
 /// An open connection's RESP session, made when its first bytes (or a loss) arrive: a connection that
@@ -116,7 +154,9 @@ impl<R: Read> CaptureParser<R> {
                 order: Reorder::default(),
                 now: i64::MIN,
                 resp: RespStats::default(),
+                closing: BinaryHeap::new(),
             },
+            read_all: false,
             done: false,
         })
     }
@@ -124,29 +164,37 @@ impl<R: Read> CaptureParser<R> {
     /// Parses packets until at least `min_rows` rows are ready or the capture ends; None at the end.
     pub fn next_batch(&mut self, min_rows: usize) -> Result<Option<RowBatch>, TraceError> {
         while !self.done && self.sink.order.out.len() < min_rows && batch_string_bytes(&self.sink.order.out) < MAX_BATCH_STRING_BYTES {
-            match self.reader.next_packet() {
-                Ok(Some(packet)) => {
-                    if let Some(segment) = self.decode.decode(&packet) {
-                        self.reassembler.process(&segment, &mut self.sink);
+            if !self.sink.closing.is_empty() {
+                // Closed connections' commands go before any more packets are read: their rows are older.
+                self.sink.pass_on_closing();
+            } else if self.read_all {
+                self.sink.release(true);
+                self.done = true;
+                break;
+            } else {
+                match self.reader.next_packet() {
+                    Ok(Some(packet)) => {
+                        if let Some(segment) = self.decode.decode(&packet) {
+                            self.reassembler.process(&segment, &mut self.sink);
+                        }
                     }
-                    if self.sink.order.due(self.sink.rows.made(), min_rows - self.sink.order.out.len()) {
-                        self.sink.release(false);
+                    Ok(None) => {
+                        self.decode.truncated_tail = self.reader.truncated_tail();
+                        self.reassembler.finish(&mut self.sink);
+                        self.sink.finish_all();
+                        self.read_all = true;
                     }
+                    Err(e) => return Err(TraceError::whole(&self.path, e.to_string())),
                 }
-                Ok(None) => {
-                    self.decode.truncated_tail = self.reader.truncated_tail();
-                    self.reassembler.finish(&mut self.sink);
-                    self.sink.finish_all();
-                    self.sink.release(true);
-                    self.done = true;
-                }
-                Err(e) => return Err(TraceError::whole(&self.path, e.to_string())),
+            }
+            if self.sink.order.due(self.sink.rows.made(), min_rows.saturating_sub(self.sink.order.out.len())) {
+                self.sink.release(false);
             }
         }
         if self.done && self.sink.order.out.is_empty() {
             return Ok(None);
         }
-        Ok(Some(self.sink.take()))
+        Ok(Some(self.sink.take(min_rows)))
     }
 
     /// Bytes of the capture consumed, for progress.
@@ -157,7 +205,7 @@ impl<R: Read> CaptureParser<R> {
     /// Connections whose state is held right now (open, or closed since the last batch): what memory
     /// beyond the limits' buffers grows with.
     pub fn held_connections(&self) -> usize {
-        self.sink.endpoints.len().max(self.sink.sessions.len())
+        self.sink.endpoints.len().max(self.sink.sessions.len() + self.sink.closing.len())
     }
 
     pub fn cmd_names(&self) -> &[String] {
@@ -177,6 +225,9 @@ impl<R: Read> CaptureParser<R> {
             if let Conversation::Talking(s) = c {
                 add_resp(&mut resp, s.stats());
             }
+        }
+        for c in self.sink.closing.iter() {
+            add_resp(&mut resp, c.session.stats());
         }
         let rows = self.sink.rows.stats();
         vec![
@@ -229,13 +280,35 @@ impl Sink {
         }
     }
 
+    /// The connection's session goes to `closing`, which passes its commands on a part at a time.
     fn close(&mut self, conn: u32) {
         let Some(conversation) = self.sessions.remove(&conn) else { return };
-        if let Conversation::Talking(mut session) = conversation {
-            let rows = &mut self.rows;
-            session.finish(&mut |c| rows.push_command(conn, c));
-            add_resp(&mut self.resp, session.stats());
+        match conversation {
+            Conversation::Talking(session) => {
+                let oldest = session.oldest_pending_ts().unwrap_or(i64::MIN);
+                self.closing.push(Closing { oldest, conn, session });
+            }
+            Conversation::Silent { .. } => self.closed_done(conn),
         }
+    }
+
+    /// A part of the commands of the closing connection with the oldest: up to `CLOSING_ARGS` arguments
+    /// (`CLOSING_BYTES` of them), and none sent after the oldest of the next one's (so the rows made can leave in order at once).
+    fn pass_on_closing(&mut self) {
+        let Some(mut c) = self.closing.pop() else { return };
+        let until = self.closing.peek().map_or(i64::MAX, |next| next.oldest);
+        let (conn, rows) = (c.conn, &mut self.rows);
+        if c.session.finish_some(CLOSING_ARGS, CLOSING_BYTES, until, &mut |cmd| rows.push_command(conn, cmd)) {
+            add_resp(&mut self.resp, c.session.stats());
+            self.closed_done(conn);
+        } else {
+            c.oldest = c.session.oldest_pending_ts().unwrap_or(i64::MIN);
+            self.closing.push(c);
+        }
+    }
+
+    /// A closed connection has passed on all its rows: its endpoints go once no row waiting names it.
+    fn closed_done(&mut self, conn: u32) {
         self.closed.push(conn);
         if self.closed.len() >= CLOSED_BEFORE_CHECK.max(self.rows.rows() + self.order.out.len()) {
             self.forget_closed();
@@ -269,6 +342,7 @@ impl Sink {
                 Conversation::Talking(s) => s.oldest_pending_ts(),
                 Conversation::Silent { .. } => None,
             })
+            .chain(self.closing.peek().map(|c| c.oldest))
             .min();
         let made = self.rows.take_made();
         let held = self.order.release(made, pending, self.now, all);
@@ -288,10 +362,37 @@ impl Sink {
 
     /// The rows so far, with the endpoints of the connections they name; then the endpoints of connections
     /// closed meanwhile are forgotten (no later row can name them).
-    fn take(&mut self) -> RowBatch {
-        // The next batch with room for as many rows as this one (see `RowBatch::with_room_for`).
-        let next = self.order.out.with_room_for(self.order.out.len());
-        let mut batch = std::mem::replace(&mut self.order.out, next);
+    ///
+    /// At most `max_rows` rows or `MAX_BATCH_STRING_BYTES` of keys and fields (up to the end of the command
+    /// that reaches either): a bound of the reorder window
+    /// can release many more at once (rows held behind a command whose reply never came), and a batch of
+    /// half a million MGET keys cost Python hundreds of MiB to convert. The rest leaves in the next batches.
+    fn take(&mut self, max_rows: usize) -> RowBatch {
+        let out = &self.order.out;
+        let bytes_before = |i: usize| (out.key_offsets[i] - out.key_offsets[0] + out.field_offsets[i] - out.field_offsets[0]) as usize;
+        // The first row before which the batch's strings reach the bound (they only grow row by row).
+        let (mut lo, mut hi) = (0, out.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if bytes_before(mid) < MAX_BATCH_STRING_BYTES { lo = mid + 1 } else { hi = mid }
+        }
+        let by_bytes = lo;
+        let mut cut = max_rows.min(by_bytes).max(1).min(out.len());
+        while cut < out.len() && (out.conn[cut], out.req[cut]) == (out.conn[cut - 1], out.req[cut - 1]) {
+            cut += 1;
+        }
+        let mut batch = if cut < out.len() {
+            let mut head = out.with_room_for(cut);
+            head.append_range(out, 0..cut);
+            let mut rest = out.with_room_for(out.len() - cut);
+            rest.append_range(out, cut..out.len());
+            self.order.out = rest;
+            head
+        } else {
+            // The next batch with room for as many rows as this one (see `RowBatch::with_room_for`).
+            let next = out.with_room_for(out.len());
+            std::mem::replace(&mut self.order.out, next)
+        };
         batch.error_names = self.rows.error_names().to_vec();
         let mut ids = batch.conn.clone();
         ids.sort_unstable();
@@ -299,6 +400,7 @@ impl Sink {
         batch.endpoints = ids.into_iter().filter_map(|id| self.endpoints.get(&id).map(|&(c, s)| (id, c, s))).collect();
         // Closed connections whose rows still wait keep their endpoints until those rows leave.
         let mut waiting = self.rows.batch_conns().to_vec();
+        waiting.extend_from_slice(&self.order.out.conn);
         waiting.sort_unstable();
         waiting.dedup();
         let endpoints = &mut self.endpoints;

@@ -15,8 +15,10 @@ use super::rows::RowBatch;
 /// Capture time a row may wait for the commands pending before it.
 pub const WINDOW_NS: i64 = 5_000_000_000;
 /// Rows, and bytes of their keys and fields, held at most before the oldest are released regardless.
-pub const MAX_ROWS: usize = 1 << 20;
-pub const MAX_STRING_BYTES: usize = 64 << 20;
+/// (A quarter of what it was: held rows cost about 80 bytes each, twice while they are sorted, and a capture
+/// whose replies are missing holds this many at all times; 1 Mi rows took parse.py past 500 MiB.)
+pub const MAX_ROWS: usize = 1 << 18;
+pub const MAX_STRING_BYTES: usize = 16 << 20;
 /// Rows held before the first sort; later the threshold doubles with what stays held, so that the sorting
 /// costs O(log n) per row however long rows must wait.
 const FIRST_CHECK: usize = 4096;

@@ -19,6 +19,7 @@ mod command;
 mod error_code;
 mod inline;
 mod line;
+mod plain_text;
 mod redact;
 mod reply;
 mod request;
@@ -37,6 +38,7 @@ pub use arena::{ArgsView, FieldsView, OwnedArgs};
 pub use command::{Command, Reply};
 pub use error_code::{ErrorCode, MAX_CODE};
 pub use redact::REDACTED;
+pub use plain_text::{is_inline_command_start, is_reply_line};
 pub use session::Session;
 pub use tls::is_tls_record;
 
@@ -70,7 +72,8 @@ pub struct Limits {
     pub max_command_bytes: u32,
     /// Commands waiting for their reply; beyond it the oldest is emitted with `Reply::Unknown`.
     pub max_pending_commands: usize,
-    /// Argument bytes held for waiting commands; beyond it the oldest is emitted with `Reply::Unknown`.
+    /// Argument bytes (plus 8 per argument) held for waiting commands; beyond it the oldest is emitted with
+    /// `Reply::Unknown`.
     pub max_pending_bytes: usize,
     /// Elements described per reply (an array's elements, or an EXEC's replies and their elements); a larger
     /// reply is summarized as `Reply::Other`.
@@ -89,7 +92,7 @@ impl Default for Limits {
             max_arg_bytes: 1 << 20,
             max_command_bytes: 16 << 20,
             max_pending_commands: 100_000,
-            max_pending_bytes: 16 << 20,
+            max_pending_bytes: 4 << 20,
             max_reply_elements: 1 << 18,
             max_field_bytes: 4 << 20,
         }

@@ -179,6 +179,8 @@ pub struct Session {
     /// The connection is TLS: its bytes are not read.
     encrypted: bool,
     batches: Batches,
+    /// `finish_some` has ended the streams: what is left in the queue only waits to be passed on.
+    finishing: bool,
 }
 
 impl Session {
@@ -230,6 +232,7 @@ impl Session {
             seen_request: false,
             encrypted: false,
             batches: Batches::default(),
+            finishing: false,
         }
     }
 
@@ -313,15 +316,29 @@ impl Session {
 
     /// The connection closed or the capture ended: every command still waiting is emitted, its reply unknown.
     pub fn finish(&mut self, out: &mut impl FnMut(&Command)) {
-        let mut events = std::mem::take(&mut self.events);
-        events.clear();
-        // The stream ended: nothing after it for a turn to wait on (`on_events` only moves `prev_end` up).
-        let ts = self.prev_end;
-        self.req.finish(&mut self.args, &mut events);
-        self.on_events(&events, ts, out);
-        self.events = events;
-        self.lose_pairing(out);
+        while !self.finish_some(usize::MAX, usize::MAX, i64::MAX, out) {}
+    }
+
+    /// As `finish`, a part at a time: emits the commands still waiting, oldest first, until their arguments
+    /// reach `max_args` or their bytes `max_bytes` (one command at least), or the next one was sent after
+    /// `until_ts`; returns whether none is left. The parser takes a closed connection's commands so, between batches of rows: a
+    /// connection that pipelined dense MGETs without replies holds a million keys, which made into rows at
+    /// once took five times their memory, and as many again for every such connection open at the end.
+    pub fn finish_some(&mut self, max_args: usize, max_bytes: usize, until_ts: i64, out: &mut impl FnMut(&Command)) -> bool {
+        if !self.finishing {
+            self.finishing = true;
+            let mut events = std::mem::take(&mut self.events);
+            events.clear();
+            // The stream ended: nothing after it for a turn to wait on (`on_events` only moves `prev_end` up).
+            let ts = self.prev_end;
+            self.req.finish(&mut self.args, &mut events);
+            self.on_events(&events, ts, out);
+            self.events = events;
+            self.mark_unknown();
+        }
+        self.emit_some(max_args, max_bytes, until_ts, out);
         self.copy_counts();
+        self.queue.is_empty()
     }
 
     fn copy_counts(&mut self) {
@@ -535,8 +552,11 @@ impl Session {
             let over_count = self.queue.len() > self.limits.max_pending_commands;
             let over_bytes = match (self.queue.front(), self.queue.back()) {
                 (Some(f), Some(b)) if self.queue.len() > 1 => {
-                    (b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start) as usize
-                        > self.limits.max_pending_bytes
+                    // Each argument counts 8 bytes besides its own: its span is held too, and it becomes a
+                    // row (an MGET's short keys made the rows many times the bytes counted).
+                    let bytes = b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start;
+                    let args = b.cmd.spans_start + b.cmd.argc as u64 - f.cmd.spans_start;
+                    (bytes + 8 * args) as usize > self.limits.max_pending_bytes
                 }
                 _ => false,
             };
@@ -690,6 +710,12 @@ impl Session {
 
     /// Pairing is lost: every command waiting gets `Unknown`; replies are unpaired until a turn.
     fn lose_pairing(&mut self, out: &mut impl FnMut(&Command)) {
+        self.mark_unknown();
+        self.emit_ready(out);
+    }
+
+    /// Every command waiting gets `Unknown` (emitted by the caller); replies are unpaired until a turn.
+    fn mark_unknown(&mut self) {
         for p in self.queue.iter_mut() {
             if p.wait != Wait::Done {
                 p.wait = Wait::Done;
@@ -702,7 +728,6 @@ impl Session {
         self.skip = 0;
         self.tx_broken = false;
         self.owed.clear();
-        self.emit_ready(out);
     }
 
     /// A reply that cannot be the one the pairing expects: pairing is lost, and since the replies of the
@@ -935,8 +960,19 @@ impl Session {
 
     /// Emits the commands at the front of the queue whose reply is settled.
     fn emit_ready(&mut self, out: &mut impl FnMut(&Command)) {
-        while self.queue.front().is_some_and(|p| p.wait == Wait::Done) {
+        self.emit_some(usize::MAX, usize::MAX, i64::MAX, out);
+    }
+
+    /// `emit_ready`, until the arguments emitted reach `max_args` or their bytes `max_bytes` (one command at
+    /// least), or the next command was sent after `until_ts`.
+    fn emit_some(&mut self, max_args: usize, max_bytes: usize, until_ts: i64, out: &mut impl FnMut(&Command)) {
+        let (mut args, mut bytes) = (0usize, 0usize);
+        while self.queue.front().is_some_and(|p| {
+            p.wait == Wait::Done && (args == 0 || (args < max_args && bytes < max_bytes && p.cmd.ts <= until_ts))
+        }) {
             let Some(p) = self.queue.pop_front() else { break };
+            args += p.cmd.argc.max(1) as usize;
+            bytes += p.cmd.bytes_len as usize;
             self.cursor = self.cursor.saturating_sub(1);
             self.emit(&p, out);
             self.args.bytes.release(p.cmd.bytes_start + p.cmd.bytes_len as u64);
