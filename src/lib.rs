@@ -15,6 +15,7 @@ pub mod reassembly;
 pub mod resp;
 pub mod sim;
 pub mod simulation;
+pub mod threads;
 pub mod trace;
 
 #[cfg(feature = "python")]

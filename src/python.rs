@@ -150,15 +150,21 @@ struct TextReader {
 #[pymethods]
 impl TextReader {
     /// `fd` and `head`: read the already open `fd` after the bytes `head` taken from it (see `Source`);
-    /// `stop`: a live input, ended when it is raised.
+    /// `stop`: a live input, ended when it is raised; `threads`: at most this many threads read the lines,
+    /// the caller's among them (1: the caller's alone), else a reading thread and up to 4 more.
     #[new]
-    #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new(), stop=None))]
+    #[pyo3(signature = (path, format, granularity_name, fd=None, head=Vec::new(), stop=None, threads=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(py: Python<'_>, path: &str, format: &str, granularity_name: &str, fd: Option<i32>, head: Vec<u8>,
-           stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
+           stop: Option<PyRef<'_, StopFlag>>, threads: Option<usize>) -> PyResult<Self> {
         numpy_ready(py);
         let format = TextFormat::from_name(format).ok_or_else(|| value_err(format!("unknown text format {format:?}")))?;
         let src = open_source(path, fd, head, stop.as_deref())?;
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+        // The caller simulates what the workers read: a limit of n leaves it n - 1 of them.
+        let workers = match threads {
+            Some(n) => n.saturating_sub(1).min(4),
+            None => std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4),
+        };
         let inner = trace::chunked::ChunkedEvents::new(src, path, format, granularity(granularity_name)?, workers);
         Ok(TextReader { inner })
     }
@@ -458,6 +464,12 @@ impl CaptureParser {
     #[getter]
     fn bytes_read(&self) -> u64 {
         self.inner.offset()
+    }
+
+    /// The next batch is parsed when asked for, not while the caller works on this one: one core, not two
+    /// (a Dask task given one thread).
+    fn one_at_a_time(&mut self) {
+        self.inner.one_at_a_time();
     }
 
     fn cmd_names(&self) -> Vec<String> {
@@ -867,6 +879,16 @@ impl Simulation {
     /// `hits_by_field`. Before the first `feed`.
     fn count_by_field(&mut self) {
         self.inner.count_by_field();
+    }
+
+    /// Each batch from now on is simulated on at most `threads` threads, the caller's among them (a Dask
+    /// task given fewer than the machine's cores); by default each run, curve and routing has one.
+    fn limit_threads(&mut self, threads: usize) -> PyResult<()> {
+        if threads == 0 {
+            return Err(value_err("a simulation needs at least one thread".to_string()));
+        }
+        self.inner.limit_threads(threads);
+        Ok(())
     }
 
     #[getter]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterator
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.parse.discover import find_redis_ports
+from cachescope.threads import task_threads
 
 # pyarrow (and numpy) are imported when the first batch is turned into Arrow, not here: parse.py starts the
 # parser first and imports them while it runs (`head_start`).
@@ -72,6 +73,8 @@ class CaptureRows:
             self._parser = _native.CaptureParser(self.path, self.ports, salt, **native_args)
         except (_native.NativeTraceError, OSError) as e:
             raise TraceFormatError(str(e)) from None
+        if task_threads() == 1:
+            self._parser.one_at_a_time()  # a task given one thread: parsing and the caller take turns (threads.py)
         self.stats: dict = {}
 
     @property

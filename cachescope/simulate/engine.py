@@ -20,6 +20,7 @@ from cachescope.simulate.live_progress import LiveProgress
 from cachescope.simulate.plan import Plan, plan_of
 from cachescope.simulate.registry import INFINITE
 from cachescope.simulate.result import SimulationResult
+from cachescope.threads import task_threads
 from cachescope.trace.live import LiveStop
 from cachescope.trace.merge import MergedSource
 from cachescope.trace.readers import TraceSource, input_reports, open_trace
@@ -237,6 +238,9 @@ def _simulation(call: dict, plan: Plan, source):
                     call["salts"], params, plan.shapes)
         if call["_asks"] is not None:
             sim.track_resident_bytes(overhead)  # a confirming pass: each answer's memory
+        threads = task_threads()
+        if threads is not None:
+            sim.limit_threads(threads)  # a Dask task: its worker's threads, no more (threads.py)
     except ValueError as e:  # a configuration the core refuses (a parameter out of range, a degenerate cache)
         raise UsageError(str(e)) from None
     return sim

@@ -112,7 +112,9 @@ def sweep_on_dask(call: dict, source, plan, simulate) -> SimulationResult:
         threads = cluster_threads(client)
         subsets = _groups(_units(runs, fleets, with_curves, threads), threads)
         names = [_name(runs, fleets, s) for s in subsets]
-        args = [(simulate, {**base, "_subset": s}) for s in subsets]
+        # Each task's share of the cluster's threads: on single-threaded workers, one (threads.py).
+        share = max(1, threads // len(subsets))
+        args = [(simulate, {**base, "_subset": s}, share) for s in subsets]
         parts = run_tasks(client, _task, args, names, progress=call["progress"], what="simulations")
     for p in parts:
         if isinstance(p, TaskFailed):
@@ -132,8 +134,11 @@ def sweep_on_dask(call: dict, source, plan, simulate) -> SimulationResult:
     return result
 
 
-def _task(simulate, kwargs: dict) -> dict:
-    return simulate(**kwargs)
+def _task(simulate, kwargs: dict, threads: int) -> dict:
+    from cachescope.threads import limited_to
+
+    with limited_to(threads):
+        return simulate(**kwargs)
 
 
 def _units(runs: list, fleets: list, with_curves: bool, threads: int) -> list[tuple]:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.threads import task_threads
 from cachescope.trace.readers import SourceRouting, TraceInfo
 from cachescope.trace.timemerge import Stream, merge_streams
 
@@ -57,13 +58,14 @@ def _is_data(rel: str) -> bool:
     return bool(parts) and parts[-1].endswith((".parquet", ".pq")) and not any(p.startswith((".", "_")) for p in parts)
 
 
-def part_streams(files: list[str], fs=None) -> list[Stream]:
+def part_streams(files: list[str], fs=None, use_threads: bool = True) -> list[Stream]:
     """A stream per Parquet file, its start from the `ts_ns` statistics, in the merge's order: by start, then
-    by file name (the order parse.py merges the same parts in, whatever folders they sit in)."""
+    by file name (the order parse.py merges the same parts in, whatever folders they sit in). `use_threads`:
+    pyarrow decodes the columns on its own threads."""
     streams = []
     for f in files:
         pf = _open_parquet(f, fs)
-        streams.append(Stream(os.path.basename(f), _reader(f, fs), _first_ts(pf, f)))
+        streams.append(Stream(os.path.basename(f), _reader(f, fs, use_threads), _first_ts(pf, f)))
     return ordered(streams)
 
 
@@ -93,11 +95,11 @@ def _first_ts(pf: pq.ParquetFile, f: str) -> int | None:
     return min(lows) if lows else None
 
 
-def _reader(f: str, fs):
+def _reader(f: str, fs, use_threads: bool = True):
     def read() -> Iterator[pa.RecordBatch]:
         pf = _open_parquet(f, fs)
         try:
-            yield from pf.iter_batches(batch_size=PART_BATCH_ROWS)
+            yield from pf.iter_batches(batch_size=PART_BATCH_ROWS, use_threads=use_threads)
         except (pa.ArrowException, OSError, ValueError) as e:
             raise TraceFormatError(f"{f}: corrupt Parquet data ({e})") from None
         finally:
@@ -137,7 +139,9 @@ class DatasetSource(SourceRouting):
         self.info = TraceInfo(self.path, self.format)
         events = RecordBatchEvents(self)
         total = max(sum(_rows(f, self._fs) for f in self.files), 1)
-        for rb in merge_streams(part_streams(self.files, self._fs)):
+        # A task given one thread: pyarrow decodes on it alone (cachescope/threads.py).
+        one_thread = task_threads() == 1
+        for rb in merge_streams(part_streams(self.files, self._fs, use_threads=not one_thread)):
             batch = events.convert(rb)
             self._bytes_read = self.size_bytes * events.rows // total
             if batch is not None:

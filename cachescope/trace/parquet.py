@@ -23,9 +23,9 @@ UNKNOWN_SIZE = np.uint32(2**32 - 1)
 BATCH_ROWS = 1 << 17
 
 
-def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
+def read_parquet_batches(src, batch_events: int, use_threads: bool = True) -> Iterator[dict]:
     """Yields event batches (see readers.py) for the read, write and delete rows of `src`'s Parquet file,
-    and fills `src.info`."""
+    and fills `src.info`; `use_threads`: pyarrow decodes the columns on its own threads."""
     path = src.path
     try:
         pf = pq.ParquetFile(path)
@@ -43,7 +43,8 @@ def read_parquet_batches(src, batch_events: int) -> Iterator[dict]:
     total_rows = max(pf.metadata.num_rows, 1)
     events = RecordBatchEvents(src)
     try:
-        for rb in pf.iter_batches(batch_size=min(batch_events, BATCH_ROWS), columns=columns):
+        for rb in pf.iter_batches(batch_size=min(batch_events, BATCH_ROWS), columns=columns,
+                                  use_threads=use_threads):
             batch = events.convert(rb)
             src._bytes_read = src.size_bytes * events.rows // total_rows
             if batch is not None:

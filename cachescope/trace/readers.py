@@ -14,6 +14,7 @@ import numpy as np
 
 from cachescope import _native
 from cachescope.errors import TraceFormatError, UsageError
+from cachescope.threads import task_threads
 from cachescope.trace.formats import FORMATS, OBJECT_FORMATS, TEXT_FORMATS, sniff
 from cachescope.trace.opened import OpenedInput
 
@@ -172,7 +173,8 @@ class TraceSource(SourceRouting):
 
     def _text_batches(self, batch_events: int) -> Iterator[Batch]:
         try:
-            reader = _native.TextReader(self.path, self.format, self.granularity, **self._native_args())
+            reader = _native.TextReader(self.path, self.format, self.granularity, **self._native_args(),
+                                        threads=task_threads())
         except OSError as e:
             raise TraceFormatError(str(e)) from None
         if self.key_pattern is not None:
@@ -236,8 +238,13 @@ class TraceSource(SourceRouting):
         if not self._opened.regular:
             raise TraceFormatError(f"{self.path}: a Parquet trace must be a regular file (Parquet is read from "
                                    "its end, a pipe cannot be); save it to a file first")
+        threads = task_threads()
+        batches = read_parquet_batches(self, batch_events, use_threads=threads != 1)
+        if threads == 1:  # a task given one thread: decoding and simulating take turns (threads.py)
+            yield from batches
+            return
         # Decoding the next row group overlaps simulating this one (read_ahead.py).
-        yield from read_ahead(read_parquet_batches(self, batch_events))
+        yield from read_ahead(batches)
 
     def _capture_batches(self, batch_events: int) -> Iterator[Batch]:
         """A capture parsed on the fly: its rows become events as a Parquet trace's would."""

@@ -13,6 +13,7 @@ use super::route::{Route, Router};
 use super::share::{self, Share, EVERY_POD, NO_POD};
 use crate::sim::events::Events;
 use crate::sim::Membership;
+use crate::threads::{run_jobs, Job};
 use crate::trace::reader::OP_READ;
 
 /// Events a chunk holds per pod, up to `MAX_CHUNK` in all, so that the shares' copies and the notes on each
@@ -100,33 +101,31 @@ impl Dispatch {
 }
 
 /// Feeds `ev` to `fleets`, which route as `d` does: chunk by chunk, routed once, each fleet's pods taking
-/// their shares (the fleets on threads of their own when there are several).
-pub fn feed(d: &mut Dispatch, fleets: &mut [&mut Fleet], ev: &Events, members: &Membership, first_ts: Option<i64>) {
+/// their shares (the fleets on threads of their own when there are several, at most `threads`: see
+/// `crate::threads`).
+pub fn feed(d: &mut Dispatch, fleets: &mut [&mut Fleet], ev: &Events, members: &Membership, first_ts: Option<i64>,
+            threads: usize) {
     if let (Some(ts), Some(first), true) = (ev.ts_ns, first_ts, d.time_factor > 1) {
         // The sharded what-if's clock (`Fleet::compress_time`).
         let factor = i64::from(d.time_factor);
         let compressed: Vec<i64> = ts.iter().map(|&t| first + (t - first) / factor).collect();
-        return feed_clocked(d, fleets, &Events { ts_ns: Some(&compressed), ..*ev }, members, first_ts);
+        return feed_clocked(d, fleets, &Events { ts_ns: Some(&compressed), ..*ev }, members, first_ts, threads);
     }
-    feed_clocked(d, fleets, ev, members, first_ts)
+    feed_clocked(d, fleets, ev, members, first_ts, threads)
 }
 
 fn feed_clocked(d: &mut Dispatch, fleets: &mut [&mut Fleet], ev: &Events, members: &Membership,
-                first_ts: Option<i64>) {
+                first_ts: Option<i64>, threads: usize) {
     let mut start = 0;
     while start < ev.len() {
         let end = ev.len().min(start + d.chunk());
         d.route(ev, start, end);
         let d = &*d;
-        if fleets.len() > 1 && end - start >= PARALLEL_MIN_CHUNK {
-            std::thread::scope(|s| {
-                for fleet in fleets.iter_mut() {
-                    s.spawn(move || fleet.take(ev, start, d, members, first_ts));
-                }
-            });
-        } else {
-            fleets.iter_mut().for_each(|fleet| fleet.take(ev, start, d, members, first_ts));
-        }
+        let limit = if end - start >= PARALLEL_MIN_CHUNK { threads } else { 1 };
+        let work = fleets.iter_mut()
+            .map(|fleet| Box::new(move || fleet.take(ev, start, d, members, first_ts)) as Job<'_>)
+            .collect();
+        run_jobs(limit, work);
         start = end;
     }
 }

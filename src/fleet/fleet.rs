@@ -419,7 +419,7 @@ mod tests {
                 clients: Some(&t.clients[r.clone()]),
                 ..Events::default()
             };
-            crate::fleet::feed(&mut d, &mut [&mut f], &ev, &members, None);
+            crate::fleet::feed(&mut d, &mut [&mut f], &ev, &members, None, crate::threads::UNLIMITED);
         }
         f
     }

@@ -42,6 +42,9 @@ pub struct ParseAhead {
     replies: Mutex<Receiver<(Parsed, Progress)>>,
     /// Batches asked for and not yet handed out (the one being parsed ahead, or those of a head start).
     asked: usize,
+    /// Batches asked for at each `next_batch`: this one and the next (2), or this one alone (1: the parse
+    /// and the caller take turns on one core, as a task given one thread must: `crate::threads`).
+    depth: usize,
     /// Where the parse stopped, repeated to any later call.
     failed: Option<TraceError>,
     offset: u64,
@@ -66,6 +69,7 @@ impl ParseAhead {
             requests: Some(requests),
             replies: Mutex::new(replies),
             asked: 0,
+            depth: 2,
             failed: None,
             offset: 0,
             counters,
@@ -74,6 +78,11 @@ impl ParseAhead {
             error_commands: BTreeMap::new(),
             cmd_names: Vec::new(),
         }
+    }
+
+    /// From now on the next batch is parsed only when asked for, not while the caller works on this one.
+    pub fn one_at_a_time(&mut self) {
+        self.depth = 1;
     }
 
     /// Asks for the first `batches` batches (at most `MAX_HEAD_START`) of `min_rows` rows now, before the
@@ -96,7 +105,7 @@ impl ParseAhead {
         let Some(requests) = &self.requests else { return Ok(None) };
         // This batch (unless already parsed ahead), then the next one, so the worker goes on at once. A send
         // fails only once the worker has stopped, after its last reply, which is still received below.
-        while self.asked < 2 {
+        while self.asked < self.depth {
             let _ = requests.send(min_rows);
             self.asked += 1;
         }

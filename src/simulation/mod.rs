@@ -12,6 +12,7 @@ use crate::curve::{Curve, LruCurve, MiniSim, Shards};
 use crate::fleet::{self, Dispatch, Fleet, Route};
 use crate::hash::KeySet;
 use crate::sim::{Events, Membership, Options, Run, Unit, WriteMode};
+use crate::threads::{self, Job};
 use crate::trace::reader::OP_READ;
 
 mod distinct;
@@ -58,6 +59,8 @@ pub struct Simulation {
     first_ts: Option<i64>,
     /// Time of the last lookup so far (the end of a partial last window).
     last_ts: i64,
+    /// Threads a batch may take (`crate::threads`): unlimited but for a task given fewer (a Dask worker's).
+    threads: usize,
 }
 
 /// Below this many events a batch is not worth a thread per run.
@@ -96,6 +99,7 @@ impl Simulation {
             has_clock: None,
             first_ts: None,
             last_ts: 0,
+            threads: threads::UNLIMITED,
         })
     }
 
@@ -208,6 +212,12 @@ impl Simulation {
         self.distinct.as_ref()
     }
 
+    /// At most `threads` threads (the caller's among them) simulate each batch from now on; `threads::UNLIMITED`
+    /// (the default) gives each run, curve and routing a thread of its own.
+    pub fn limit_threads(&mut self, threads: usize) {
+        self.threads = threads;
+    }
+
     /// Every single run counts its lookups and hits per field from now on (`Run::hits_by_field`).
     pub fn count_by_field(&mut self) {
         self.runs.iter_mut().for_each(Run::count_by_field);
@@ -299,7 +309,17 @@ impl Simulation {
         for (fleet, &d) in self.fleets.iter_mut().zip(&self.fleet_dispatch) {
             groups[d].push(fleet);
         }
-        let feed_fleets = |d: &mut Dispatch, mut fleets: Vec<&mut Fleet>| fleet::feed(d, &mut fleets, ev, members, first_ts);
+        let distinct = self.distinct.as_mut();
+        let served = self.served.as_mut();
+        let jobs = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart)
+            + usize::from(unique_reads.is_some()) + usize::from(distinct.is_some()) + usize::from(served.is_some());
+        let limit = if ev.len() >= PARALLEL_MIN_BATCH { self.threads } else { 1 };
+        // The fleets of a routing share what the batch's jobs leave them (`fleet::feed` puts them on threads);
+        // all of it when the jobs run one after another.
+        let fleet_limit = threads::share_of(self.threads, if limit == 1 { 1 } else { jobs });
+        let feed_fleets = |d: &mut Dispatch, mut fleets: Vec<&mut Fleet>| {
+            fleet::feed(d, &mut fleets, ev, members, first_ts, fleet_limit)
+        };
         let count_unique = |unique: &mut KeySet| {
             for i in 0..ev.len() {
                 if ev.op(i) == OP_READ {
@@ -307,51 +327,31 @@ impl Simulation {
                 }
             }
         };
-        let distinct = self.distinct.as_mut();
-        let served = self.served.as_mut();
-        let tasks = self.runs.len() + self.curves.len() + self.dispatches.len() + usize::from(observe_apart)
-            + usize::from(unique_reads.is_some()) + usize::from(distinct.is_some()) + usize::from(served.is_some());
-        if tasks > 1 && ev.len() >= PARALLEL_MIN_BATCH {
-            std::thread::scope(|s| {
-                if let Some(m) = observing {
-                    s.spawn(move || m.observe_all(ev));
-                }
-                if let Some(unique) = unique_reads {
-                    s.spawn(move || count_unique(unique));
-                }
-                if let Some(d) = distinct {
-                    s.spawn(move || d.feed(ev));
-                }
-                if let Some(d) = served {
-                    s.spawn(move || d.feed(ev));
-                }
-                for run in self.runs.iter_mut() {
-                    s.spawn(move || process(run));
-                }
-                for curve in self.curves.iter_mut() {
-                    s.spawn(move || trace_curve(curve));
-                }
-                for (d, fleets) in self.dispatches.iter_mut().zip(groups) {
-                    s.spawn(move || feed_fleets(d, fleets));
-                }
-            });
-        } else {
-            if let Some(m) = observing {
-                m.observe_all(ev);
-            }
-            if let Some(unique) = unique_reads {
-                count_unique(unique);
-            }
-            if let Some(d) = distinct {
-                d.feed(ev);
-            }
-            if let Some(d) = served {
-                d.feed(ev);
-            }
-            self.runs.iter_mut().for_each(process);
-            self.curves.iter_mut().for_each(trace_curve);
-            self.dispatches.iter_mut().zip(groups).for_each(|(d, fleets)| feed_fleets(d, fleets));
+        // In this order when on one thread: the membership first, as the runs that do not consult it expect.
+        let mut work: Vec<Job<'_>> = Vec::with_capacity(jobs);
+        if let Some(m) = observing {
+            work.push(Box::new(move || m.observe_all(ev)));
         }
+        if let Some(unique) = unique_reads {
+            work.push(Box::new(move || count_unique(unique)));
+        }
+        if let Some(d) = distinct {
+            work.push(Box::new(move || d.feed(ev)));
+        }
+        if let Some(d) = served {
+            work.push(Box::new(move || d.feed(ev)));
+        }
+        let (process, trace_curve, feed_fleets) = (&process, &trace_curve, &feed_fleets);
+        for run in self.runs.iter_mut() {
+            work.push(Box::new(move || process(run)));
+        }
+        for curve in self.curves.iter_mut() {
+            work.push(Box::new(move || trace_curve(curve)));
+        }
+        for (d, fleets) in self.dispatches.iter_mut().zip(groups) {
+            work.push(Box::new(move || feed_fleets(d, fleets)));
+        }
+        threads::run_jobs(limit, work);
         Ok(())
     }
 

@@ -77,6 +77,8 @@ pub struct ChunkedEvents {
     // through `&mut self`, never locked.
     src: Mutex<Option<Box<dyn Read + Send>>>,
     pipeline: Mutex<Option<Pipeline>>,
+    /// With no worker threads: the input cut and read here, chunk by chunk, and the last chunk's buffer.
+    inline: Mutex<Option<(Cutter, Vec<u8>)>>,
     workers: usize,
     tally: Tally,
     lines: u64,
@@ -85,7 +87,8 @@ pub struct ChunkedEvents {
 }
 
 impl ChunkedEvents {
-    /// `workers`: threads reading lines (at least one), besides the one reading the file.
+    /// `workers`: threads reading lines, besides the one reading the file; none: the caller's thread reads the
+    /// file and its lines, one chunk at a time (a task given one thread: `crate::threads`).
     pub fn new<R: Read + Send + 'static>(src: R, path: &str, format: TextFormat, granularity: Granularity, workers: usize) -> Self {
         ChunkedEvents {
             path: path.to_string(),
@@ -94,7 +97,8 @@ impl ChunkedEvents {
             key_pattern: None,
             src: Mutex::new(Some(Box::new(src))),
             pipeline: Mutex::new(None),
-            workers: workers.max(1),
+            inline: Mutex::new(None),
+            workers,
             tally: Tally::default(),
             lines: 0,
             bytes: 0,
@@ -154,6 +158,9 @@ impl ChunkedEvents {
     }
 
     fn next_chunk(&mut self) -> Result<ChunkOut, TraceError> {
+        if self.workers == 0 {
+            return Ok(self.next_chunk_here());
+        }
         if self.pipeline.get_mut().unwrap_or_else(|e| e.into_inner()).is_none() {
             self.start();
         }
@@ -172,6 +179,20 @@ impl ChunkedEvents {
                 Err(_) => return Err(TraceError::at(&self.path, lines + 1, "read failed: the reading threads stopped")),
             }
         }
+    }
+
+    /// The next chunk cut and read on this thread, into the last one's buffer.
+    fn next_chunk_here(&mut self) -> ChunkOut {
+        let inline = self.inline.get_mut().unwrap_or_else(|e| e.into_inner());
+        if inline.is_none() {
+            let src = self.src.get_mut().unwrap_or_else(|e| e.into_inner()).take().expect("started once");
+            *inline = Some((Cutter::new(src, chunk_bytes(self.format)), Vec::new()));
+        }
+        let (cutter, spare) = inline.as_mut().expect("made above");
+        let job = cutter.next(std::mem::take(spare));
+        let out = parse_chunk(&job, self.format, self.granularity, self.key_pattern.clone());
+        *spare = job.buf;
+        out
     }
 
     /// A chunk's events renumbered after those before it, its counts added; its error, at its line.
@@ -215,7 +236,7 @@ impl ChunkedEvents {
         let (result_tx, results) = channel();
         // Chunks' buffers go back to the reading thread once parsed: fresh ones cost a page fault every 4 KiB.
         let (spare_tx, spare) = channel::<Vec<u8>>();
-        thread::spawn(move || cut(src, chunk, allowed, job_tx, spare));
+        thread::spawn(move || cut(Cutter::new(src, chunk), allowed, job_tx, spare));
         for _ in 0..self.workers {
             let (jobs, result_tx, spare_tx) = (jobs.clone(), result_tx.clone(), spare_tx.clone());
             let (format, granularity, pattern) = (self.format, self.granularity, self.key_pattern.clone());
@@ -237,30 +258,37 @@ impl ChunkedEvents {
     }
 }
 
-/// The reading thread: the input cut after the last newline of every `chunk` bytes or so, one chunk per
-/// token, into a parsed chunk's buffer when one has come back; the rest of a line carried into the next chunk.
+/// The input cut after the last newline of every `chunk` bytes or so, a chunk per call, into a parsed
+/// chunk's buffer when one has come back; the rest of a line carried into the next chunk.
 ///
 /// The buffers are read into with `Read::read`, over bytes they already hold, and keep their length: read
 /// through a `Read` that cannot take uninitialized room (a `Box<dyn Read>`, a `Chain`), `read_to_end` zeroed
-/// every chunk's room before reading into it, two fifths of this thread's time.
-fn cut(mut src: Box<dyn Read + Send>, chunk: usize, allowed: Receiver<()>, jobs: SyncSender<Job>,
-       spare: Receiver<Vec<u8>>) {
-    let mut carry: Vec<u8> = Vec::new();
-    for index in 0.. {
-        if allowed.recv().is_err() {
-            return;
-        }
-        let mut buf = spare.try_recv().unwrap_or_default();
+/// every chunk's room before reading into it, two fifths of the reading thread's time.
+struct Cutter {
+    src: Box<dyn Read + Send>,
+    chunk: usize,
+    carry: Vec<u8>,
+    index: u64,
+}
+
+impl Cutter {
+    fn new(src: Box<dyn Read + Send>, chunk: usize) -> Cutter {
+        Cutter { src, chunk, carry: Vec::new(), index: 0 }
+    }
+
+    /// The next chunk, read into `buf`; the one marked `last` ends the input.
+    fn next(&mut self, mut buf: Vec<u8>) -> Job {
+        let carry = &mut self.carry;
         grow(&mut buf, carry.len());
-        buf[..carry.len()].copy_from_slice(&carry);
+        buf[..carry.len()].copy_from_slice(carry);
         let mut len = carry.len();
         carry.clear();
-        let mut want = chunk;
+        let mut want = self.chunk;
         let (mut eof, mut failed, mut too_long) = (false, None, false);
         loop {
             grow(&mut buf, want);
             while len < want && !eof && failed.is_none() {
-                match src.read(&mut buf[len..want]) {
+                match self.src.read(&mut buf[len..want]) {
                     Ok(0) => eof = true,
                     Ok(n) => len += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -281,11 +309,25 @@ fn cut(mut src: Box<dyn Read + Send>, chunk: usize, allowed: Receiver<()>, jobs:
                     break;
                 }
                 // A line longer than a chunk: read on until it ends (or is too long to be one).
-                None => want = len + chunk,
+                None => want = len + self.chunk,
             }
         }
         let last = eof || failed.is_some() || too_long;
-        if jobs.send(Job { index, buf, len, too_long, last, failed }).is_err() || last {
+        let index = self.index;
+        self.index += 1;
+        Job { index, buf, len, too_long, last, failed }
+    }
+}
+
+/// The reading thread: a chunk per token, each into a parsed chunk's buffer when one has come back.
+fn cut(mut cutter: Cutter, allowed: Receiver<()>, jobs: SyncSender<Job>, spare: Receiver<Vec<u8>>) {
+    loop {
+        if allowed.recv().is_err() {
+            return;
+        }
+        let job = cutter.next(spare.try_recv().unwrap_or_default());
+        let last = job.last;
+        if jobs.send(job).is_err() || last {
             return;
         }
     }
@@ -431,8 +473,15 @@ mod tests {
         Ok((all, r.stats(), r.hosts().to_vec(), r.other_commands().clone(), r.lines()))
     }
 
+    /// Read by worker threads, and on the caller's thread alone (a task given one thread): the same.
     fn chunked(text: &[u8], format: TextFormat) -> Result<Got, String> {
-        let mut r = ChunkedEvents::new(io::Cursor::new(text.to_vec()), "t", format, Granularity::Field, 3);
+        let threaded = chunked_by(text, format, 3);
+        assert_eq!(chunked_by(text, format, 0), threaded, "{format:?} read on the caller's thread");
+        threaded
+    }
+
+    fn chunked_by(text: &[u8], format: TextFormat, workers: usize) -> Result<Got, String> {
+        let mut r = ChunkedEvents::new(io::Cursor::new(text.to_vec()), "t", format, Granularity::Field, workers);
         let mut all = vec![Vec::new(); 8];
         while let Some(b) = r.next_batch(3).map_err(|e| e.to_string())? {
             append(&mut all, &b);

@@ -1,0 +1,132 @@
+"""A task on a Dask worker takes the threads its worker was given, no more: a real scheduler and a worker
+started with one thread (`dask worker --nthreads 1`), as a user starts them, run a sweep of several
+simulations over a keys trace and a Parquet trace. Measured in the worker, the task takes about one core (its
+process's CPU time over its wall time) and its own thread does the work (the process's CPU time over the
+task thread's), where the same sweep run here, outside any worker, has other threads do most of it (the
+simulations on threads of their own, the trace read beside them). The results are the same.
+
+The serial path is judged by CPU times alone: its wall time says how many cores it took only on an idle
+machine, and the cores of this one are shared with other work."""
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from cachescope.simulate.engine import simulate_trace
+
+# Several simulations, so that the serial path has jobs for every core (each run on a thread of its own).
+SWEEP = {"lru": "2e3,2e4,2e5", "wtinylfu": "2e4,2e5", "s3fifo": "2e4", "fifo": "2e4"}
+LOOKUPS = 1_500_000
+# The worker's process does a little besides the task (heartbeats, its event loop, its profiler): a task on
+# one thread is under this, both in cores and in its process's CPU time over its own thread's.
+ONE_CORE = 1.2
+# The serial path runs each of the sweep's 8 simulations on a thread of its own: the thread that called
+# takes at most its share of them.
+MOSTLY_OTHERS = 2.0
+
+
+def _cpu_s() -> float:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+def _threads_cpu_s() -> dict:
+    """CPU seconds of each thread of this process now, by thread id."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def measured_sweep(path: str) -> dict:
+    """The sweep over `path` in this process: its hit counts, the cores it took (the process's CPU time over
+    wall time), and the CPU time of the thread that ran it with the threads it started, over its own. The
+    threads that were there before (a Dask worker's event loop, its profiler: their time follows the wall
+    clock, which other work on this machine stretches) are left out."""
+    before, me = _threads_cpu_s(), threading.get_native_id()
+    cpu, own, wall = _cpu_s(), time.thread_time(), time.perf_counter()
+    result = simulate_trace(path, **SWEEP)
+    cpu, own, wall = _cpu_s() - cpu, time.thread_time() - own, time.perf_counter() - wall
+    after = _threads_cpu_s()
+    others_before = sum(after[t] - before[t] for t in before if t != me and t in after)
+    return {"hits": [(r["policy"], r["capacity"], r["hits"]) for r in result.summary_records()],
+            "cores": cpu / wall, "all_threads_over_own": (cpu - others_before) / max(own, 1e-6)}
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """A keys trace and a Parquet trace of the same Zipf-distributed lookups."""
+    d = tmp_path_factory.mktemp("threads")
+    rng = np.random.default_rng(7)
+    keys = rng.zipf(1.1, LOOKUPS) % 400_000
+    keys_path = d / "lookups.keys"
+    keys_path.write_text("\n".join(map(str, keys.tolist())) + "\n")
+    names = pa.DictionaryArray.from_arrays(keys.astype(np.int32), pa.array([f"user:{k}" for k in range(400_000)]))
+    table = pa.table({"op": pa.DictionaryArray.from_arrays(np.zeros(LOOKUPS, np.int32), pa.array(["read"])),
+                      "key": names,
+                      "req": pa.array(np.arange(LOOKUPS, dtype=np.uint64))})
+    parquet_path = d / "lookups.parquet"
+    pq.write_table(table, parquet_path, row_group_size=1 << 17)
+    return {"keys": str(keys_path), "parquet": str(parquet_path)}
+
+
+@pytest.fixture(scope="module")
+def one_thread_worker():
+    """A `dask scheduler` and one `dask worker --nthreads 1` on loopback; a client of them."""
+    from distributed import Client
+
+    from test_dask import _free_port
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    # The worker imports this module to run `measured_sweep`, and cachescope from the same place as here.
+    tests = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join([tests, os.path.dirname(tests), os.environ.get("PYTHONPATH", "")])
+    quiet = {**os.environ, "DASK_LOGGING__DISTRIBUTED": "error", "PYTHONPATH": path}
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", str(port), "--no-dashboard"], env=quiet,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+             subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                               "--host", "127.0.0.1", "--no-dashboard"], env=quiet,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(1, timeout=90)
+            yield client
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.mark.parametrize("fmt", ["keys", "parquet"])
+def test_a_task_on_a_one_thread_worker_takes_one_core_and_the_serial_path_more(traces, one_thread_worker, fmt):
+    path = traces[fmt]
+    on_worker = one_thread_worker.submit(measured_sweep, path, pure=False).result()
+    here = measured_sweep(path)
+    assert on_worker["hits"] == here["hits"]
+    assert on_worker["cores"] < ONE_CORE, f"the task took {on_worker['cores']:.2f} cores on a 1-thread worker"
+    assert on_worker["all_threads_over_own"] < ONE_CORE, \
+        f"threads other than the task's took {on_worker['all_threads_over_own'] - 1:.0%} of its thread's CPU time"
+    assert here["all_threads_over_own"] > MOSTLY_OTHERS, \
+        f"the serial path's own thread did {1 / here['all_threads_over_own']:.0%} of the work: no threads beside it?"
