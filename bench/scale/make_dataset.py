@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sys
 import time
@@ -265,6 +266,12 @@ def write_part(a, out: Path, part: int) -> dict:
     return {"part": part, "rows": rows, "commands": stream.req, "bytes": final.stat().st_size}
 
 
+def _children_cpu() -> float:
+    """User and system seconds of the worker processes that have ended (the pool's, once it is shut down)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def main(argv=None) -> int:
     a = options(argv)
     out = Path(a.out) if a.out else default_out(a.lookups, a.entities, a.seed)
@@ -280,17 +287,19 @@ def main(argv=None) -> int:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     t = time.perf_counter()
+    cpu = _children_cpu()
     with ProcessPoolExecutor(max_workers=min(a.jobs, a.parts)) as pool:
         parts = list(pool.map(write_part, [a] * a.parts, [out] * a.parts, range(a.parts)))
-    seconds = time.perf_counter() - t
+    seconds, cpu_s = time.perf_counter() - t, _children_cpu() - cpu
     rows = sum(p["rows"] for p in parts)
     size = sum(p["bytes"] for p in parts)
     summary = {"params": params(a), "rows": rows, "commands": sum(p["commands"] for p in parts), "bytes": size,
-               "bytes_per_row": size / rows, "seconds": seconds, "rows_per_s": rows / seconds, "parts": parts}
+               "bytes_per_row": size / rows, "seconds": seconds, "rows_per_s": rows / seconds, "cpu_s": cpu_s,
+               "parts": parts}
     manifest.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"{out}: {rows:,} lookups, {summary['commands']:,} commands, {a.parts} parts, "
           f"{size / 2**20:,.1f} MiB ({size / rows:.2f} bytes a lookup), in {seconds:.1f} s "
-          f"({rows / seconds / 1e6:.2f} M rows/s)")
+          f"({rows / seconds / 1e6:.2f} M rows/s; {cpu_s:.0f} CPU s)")
     return 0
 
 
