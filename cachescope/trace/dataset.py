@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.threads import task_threads
+from cachescope.trace.dataset_sequence import sequential_batches, sequential_parts
 from cachescope.trace.readers import SourceRouting, TraceInfo
 from cachescope.trace.timemerge import Stream, merge_streams
 
@@ -139,15 +140,26 @@ class DatasetSource(SourceRouting):
         self.info = TraceInfo(self.path, self.format)
         events = RecordBatchEvents(self)
         total = max(sum(_rows(f, self._fs) for f in self.files), 1)
-        # A task given one thread: pyarrow decodes on it alone (cachescope/threads.py).
-        one_thread = task_threads() == 1
-        for rb in merge_streams(part_streams(self.files, self._fs, use_threads=not one_thread)):
+        for rb in self._record_batches():
             batch = events.convert(rb)
             self._bytes_read = self.size_bytes * events.rows // total
             if batch is not None:
                 yield batch
         if self.info.commands == 0:
             raise TraceFormatError(f"{self.path}: empty trace: no commands")
+
+    def _record_batches(self) -> Iterator[pa.RecordBatch]:
+        """The merged rows; parts that follow one another in time are read one after another instead, the
+        columns the simulation uses only (dataset_sequence.py): the same events, without the merge's copies."""
+        from cachescope.trace.parquet import BATCH_ROWS, _COLUMNS
+
+        # A task given one thread: pyarrow decodes on it alone (cachescope/threads.py).
+        use_threads = task_threads() != 1
+        spans = sequential_parts(self.files, self._fs)
+        if spans is None:
+            return merge_streams(part_streams(self.files, self._fs, use_threads=use_threads))
+        columns = [*_COLUMNS, *(("client",) if self.want_clients else ())]
+        return sequential_batches(spans, columns, BATCH_ROWS, self._fs, use_threads=use_threads)
 
 
 def _rows(f: str, fs) -> int:
