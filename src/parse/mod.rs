@@ -463,6 +463,7 @@ pub(crate) fn command_counters(resp: &RespStats, rows: &RowStats) -> Vec<(&'stat
         ("elided_keys", rows.elided_keys),
         ("args_lost_in_gaps", resp.args_lost_in_gaps),
         ("unconfirmed_commands", resp.unconfirmed_commands),
+        ("realigned_replies", resp.realigned_replies),
         ("refused_inline_lines", resp.refused_inline_lines),
         ("unparsable_bytes", resp.unparsable_bytes),
         ("encrypted_connections", resp.encrypted_connections),
@@ -477,7 +478,7 @@ fn add_resp(total: &mut RespStats, s: &RespStats) {
          redacted_args, inline_commands, unpaired_replies, pushes, oversized_replies, request_gaps, reply_gaps,
          request_gap_bytes, reply_gap_bytes, invalid_requests, invalid_replies, request_skipped_bytes,
          reply_skipped_bytes, request_resyncs, reply_resyncs, pairing_resyncs, contradictions, queue_overflows,
-         args_lost_in_gaps, unconfirmed_commands, refused_inline_lines, unparsable_bytes, encrypted_connections);
+         args_lost_in_gaps, unconfirmed_commands, refused_inline_lines, realigned_replies, unparsable_bytes, encrypted_connections);
 }
 
 fn batch_string_bytes(b: &RowBatch) -> usize {

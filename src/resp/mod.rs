@@ -21,6 +21,7 @@ mod inline;
 mod line;
 mod plain_text;
 mod redact;
+mod realign;
 mod reply;
 mod request;
 mod resync;
@@ -144,6 +145,9 @@ pub struct RespStats {
     pub reply_resyncs: u64,
     /// Times pairing became certain again after a loss.
     pub pairing_resyncs: u64,
+    /// Replies paired after a loss by realignment: held until their shapes, over a run of them, fitted the
+    /// commands held at one offset and at no other (`realign`).
+    pub realigned_replies: u64,
     /// Replies that could not belong to the command they would pair with (too early, or of the wrong shape):
     /// evidence of a loss nobody reported; pairing stops until it is certain again.
     pub contradictions: u64,

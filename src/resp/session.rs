@@ -53,6 +53,7 @@ use std::collections::VecDeque;
 use super::arena::ArgsView;
 use super::batch::Batches;
 use super::command::Command;
+use super::realign::{self, Held, Outcome, Realign};
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
@@ -67,6 +68,8 @@ enum Wait {
     Reply,
     /// Answered `+QUEUED`: for EXEC's reply.
     Exec,
+    /// Seen after a loss: for the replies' shapes to tell which reply is its (`realign`).
+    Align,
     Done,
 }
 
@@ -79,6 +82,9 @@ struct Pending {
     reply_ts: Option<i64>,
     /// The batch it was sent in (`batch`).
     batch: u64,
+    /// Commands get consecutive ids as they enter the queue: the position of a held one is its id less the
+    /// front's.
+    id: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,6 +187,13 @@ pub struct Session {
     batches: Batches,
     /// `finish_some` has ended the streams: what is left in the queue only waits to be passed on.
     finishing: bool,
+    /// Commands and replies held after a loss until their shapes tell how they pair (`realign`).
+    realign: Option<Box<Realign>>,
+    /// The connection has sent a command that changes how the server replies (CLIENT REPLY, MULTI, pub/sub,
+    /// ...): one lost with the client's bytes would break the one-reply-per-command a realignment rests on,
+    /// so none is tried on it.
+    no_realign: bool,
+    next_id: u64,
 }
 
 impl Session {
@@ -233,6 +246,9 @@ impl Session {
             encrypted: false,
             batches: Batches::default(),
             finishing: false,
+            realign: None,
+            no_realign: false,
+            next_id: 0,
         }
     }
 
@@ -251,6 +267,9 @@ impl Session {
             + self.replies.spans.held() * 8
             + self.queue.capacity() * std::mem::size_of::<Pending>()
             + self.owed.ends.capacity() * 8
+            + self.realign.as_ref().map_or(0, |r| {
+                r.cmds.capacity() * std::mem::size_of::<Held>() + r.frames.capacity() * std::mem::size_of::<realign::Frame>()
+            })
     }
 
     /// Bytes of one direction, captured at `ts_ns`. Commands whose reply became known are passed to `out`.
@@ -306,7 +325,7 @@ impl Session {
                     }
                     None => {
                         self.lose_frames();
-                        self.lose_pairing(out);
+                        self.replies_lost(out);
                     }
                 }
             }
@@ -334,6 +353,13 @@ impl Session {
             self.req.finish(&mut self.args, &mut events);
             self.on_events(&events, ts, out);
             self.events = events;
+            if let Some(r) = self.realign.as_mut() {
+                // No command comes any more: no reply held answers one not seen.
+                let outcome = r.time_passes(i64::MAX);
+                self.realign_outcome(outcome, out);
+            }
+            // (A realignment holds at most `realign::MAX_HELD` commands: those it lets go are emitted at once.)
+            self.give_up_realign(out);
             self.mark_unknown();
         }
         self.emit_some(max_args, max_bytes, until_ts, out);
@@ -381,9 +407,11 @@ impl Session {
                 }
                 Event::Dropped => {
                     // Like bytes skipped at a mid-stream start: a turn needs a reply after them, and a
-                    // dropped CLIENT REPLY must not leave its mode behind.
+                    // dropped CLIENT REPLY must not leave its mode behind. If it was a command, its reply
+                    // comes unaccounted for: a realignment under way ends.
                     self.prev_end = self.prev_end.max(ts);
                     self.modes.client_reply = ClientReply::On;
+                    self.give_up_realign(out);
                 }
             }
         }
@@ -399,10 +427,145 @@ impl Session {
         // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
+        // Lost commands have replies of their own among those held: a realignment under way ends. (None starts
+        // after a client-side loss: with every offset the lost bytes allow, the property tests found a
+        // conversation, CLIENT REPLY and inline commands among its losses, whose shapes fitted a wrong one.)
+        self.give_up_realign(out);
         if self.pairing == Pairing::Synced {
             self.pairing = Pairing::Draining(self.skip + self.waiting as u64);
             self.drain_check(out);
         }
+    }
+
+    /// Replies were lost (a gap or invalid bytes on the reply side). The commands waiting lose theirs, or
+    /// not: when pairing was certain they are held for a realignment, whose offsets say which of them the
+    /// replies after the loss answer; a realignment under way drops the replies it held and tries its offsets
+    /// afresh.
+    fn replies_lost(&mut self, out: &mut impl FnMut(&Command)) {
+        if let Some(r) = self.realign.as_mut() {
+            let dropped = r.replies_lost();
+            // Commands still waiting for replies before the held ones (a request-side loss draining): their
+            // replies may come, or not.
+            r.add_unseen(self.waiting as u64 + self.skip);
+            for f in dropped {
+                self.stats.unpaired_replies += 1;
+                self.release_reply(f.reply);
+            }
+        } else if self.pairing == Pairing::Synced && !self.no_realign {
+            let mut r = Realign::new(self.skip);
+            for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
+                p.wait = Wait::Align;
+                // Outcomes come with replies only: none yet.
+                let _ = r.push_cmd(Held { id: p.id, class: p.class, argc: p.cmd.argc, end_ts: p.cmd.end_ts });
+            }
+            self.waiting = 0;
+            self.realign = Some(Box::new(r));
+        }
+        self.lose_pairing(out);
+    }
+
+    /// Ends the realignment under way: its commands come out with their replies unknown, its replies unpaired.
+    fn give_up_realign(&mut self, out: &mut impl FnMut(&Command)) {
+        let Some(r) = self.realign.take() else { return };
+        for c in &r.cmds {
+            let i = self.index_of(c.id);
+            self.queue[i].wait = Wait::Done;
+        }
+        for f in &r.frames {
+            self.stats.unpaired_replies += 1;
+            self.release_reply(f.reply);
+        }
+        self.emit_ready(out);
+    }
+
+    /// Where in the queue the command of id `id` is (it must be there).
+    fn index_of(&self, id: u64) -> usize {
+        (id - self.queue.front().map_or(id, |p| p.id)) as usize
+    }
+
+    /// A reply kept in the store is no longer used.
+    fn release_reply(&mut self, reply: Stored) {
+        if reply.uses_store() {
+            self.store_users -= 1;
+            if self.store_users == 0 {
+                self.replies.release_all();
+            }
+        }
+    }
+
+    /// What a realignment's outcome asks: pair at the offset found, give up, or (waiting) keep what it holds
+    /// within its bounds.
+    fn realign_outcome(&mut self, outcome: Outcome, out: &mut impl FnMut(&Command)) {
+        match outcome {
+            Outcome::Aligned(s) => self.realigned(s, out),
+            Outcome::None => self.give_up_realign(out),
+            Outcome::Wait => {
+                let Some(r) = self.realign.as_mut() else { return };
+                let mut let_go = Vec::new();
+                while r.cmds.len() > realign::MAX_HELD {
+                    let_go.extend(r.pop_cmd().map(|c| c.id));
+                }
+                let mut frames = Vec::new();
+                while r.frames.len() > realign::MAX_HELD {
+                    frames.extend(r.pop_frame());
+                }
+                for id in let_go {
+                    let i = self.index_of(id);
+                    self.queue[i].wait = Wait::Done;
+                }
+                for f in frames {
+                    self.stats.unpaired_replies += 1;
+                    self.release_reply(f.reply);
+                }
+                self.emit_ready(out);
+            }
+        }
+    }
+
+    /// Offset `s` is confirmed: held reply j answers held command j + s. Pairing is certain again from there.
+    fn realigned(&mut self, s: i64, out: &mut impl FnMut(&Command)) {
+        let Some(r) = self.realign.take() else { return };
+        let answered_to = r.frames.len() as i64 + s;
+        for (j, f) in r.frames.iter().enumerate() {
+            let i = j as i64 + s;
+            if i < 0 {
+                // The reply of a command lost with the client's bytes.
+                self.stats.unpaired_replies += 1;
+                self.release_reply(f.reply);
+                continue;
+            }
+            let c = r.cmds[i as usize];
+            // HGETALL's field names and EXEC's elements were not kept (what a reply keeps depends on its
+            // command, unknown while it was held); a command queued by MULTI has its reply in EXEC's.
+            let kept = !f.queued && !matches!(c.class, Class::Hgetall | Class::Exec);
+            let reply = if kept { f.reply } else { Stored::Unknown };
+            if !kept {
+                self.release_reply(f.reply);
+            }
+            let at = self.index_of(c.id);
+            let p = &mut self.queue[at];
+            p.wait = Wait::Done;
+            p.reply = reply;
+            p.reply_ts = Some(f.ts);
+            self.stats.realigned_replies += 1;
+        }
+        for (i, c) in r.cmds.iter().enumerate() {
+            let at = self.index_of(c.id);
+            if (i as i64) < s {
+                // Its reply was lost.
+                self.queue[at].wait = Wait::Done;
+            } else if i as i64 >= answered_to {
+                self.queue[at].wait = Wait::Reply;
+                self.waiting += 1;
+            }
+        }
+        self.pairing = Pairing::Synced;
+        self.request_lost = false;
+        self.owed.clear();
+        self.stats.pairing_resyncs += 1;
+        self.cursor = 0;
+        self.fix_cursor();
+        self.emit_ready(out);
     }
 
     fn args_of(&self, cmd: &Parsed) -> ArgsView<'_> {
@@ -415,9 +578,11 @@ impl Session {
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
         let paired = self.pairing == Pairing::Synced;
         let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
+        let id = self.next_id;
+        self.next_id += 1;
         if cmd.elided > 0 && mode_unknown(self.args_of(&cmd)) {
             // Whether the server replies to it (and to what follows) is unknown: a loss of the pairing.
-            let p = Pending { cmd, class: Class::Other, wait: Wait::Done, reply: Stored::Unknown, reply_ts: None, batch };
+            let p = Pending { cmd, class: Class::Other, wait: Wait::Done, reply: Stored::Unknown, reply_ts: None, batch, id };
             self.prev_end = self.prev_end.max(cmd.end_ts);
             self.queue.push_back(p);
             self.commands_lost(out);
@@ -425,9 +590,18 @@ impl Session {
             self.emit_ready(out);
             return;
         }
+        if let Some(r) = self.realign.as_mut() {
+            // This command and every later one ended at its start or later: no reply before it answers them.
+            let outcome = r.time_passes(cmd.ts);
+            self.realign_outcome(outcome, out);
+        }
         let class = classify(self.args_of(&cmd));
+        if !realigns(class) {
+            self.no_realign = true;
+            self.give_up_realign(out);
+        }
         let expects = self.expects_reply(class);
-        let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None, batch };
+        let mut p = Pending { cmd, class, wait: Wait::Reply, reply: Stored::Unknown, reply_ts: None, batch, id };
         if !expects {
             p.wait = Wait::Done;
             p.reply = Stored::NoReply;
@@ -435,12 +609,21 @@ impl Session {
             // A turn needs a trusted request stream: not after a loss of unknown extent, not while commands
             // read after a resync are still on probation (one dropped later may have been real).
             let trusted = !self.request_lost && !self.req.on_probation();
+            if self.pairing == Pairing::Unsynced && !trusted && self.realign.is_some() {
+                // Pairing cannot resume at a turn, but the replies' frames can be found again there for the
+                // realignment to pair them.
+                self.reframe_at_turn(&cmd);
+            }
             if self.pairing == Pairing::Unsynced && trusted && self.at_turn(&cmd) {
+                self.give_up_realign(out);
                 self.pairing = Pairing::Synced;
                 self.stats.pairing_resyncs += 1;
                 self.owed.clear();
             } else {
                 p.wait = Wait::Done;
+                if self.realign.is_some() {
+                    p.wait = Wait::Align;
+                }
                 if !cmd.replied {
                     // (Its reply was read while it was held: nothing is owed.)
                     self.owe(class, cmd.argc, cmd.end_ts);
@@ -451,6 +634,12 @@ impl Session {
         self.waiting += (p.wait == Wait::Reply) as usize;
         self.queue.push_back(p);
         self.fix_cursor();
+        if p.wait == Wait::Align {
+            if let Some(r) = self.realign.as_mut() {
+                let outcome = r.push_cmd(Held { id, class, argc: cmd.argc, end_ts: cmd.end_ts });
+                self.realign_outcome(outcome, out);
+            }
+        }
         self.bound_queue(out);
         self.emit_ready(out);
     }
@@ -494,6 +683,17 @@ impl Session {
             _ => {}
         }
         expects
+    }
+
+    /// At a turn with the reply stream's frame boundaries lost, restarts the reply parser (as `at_turn`).
+    fn reframe_at_turn(&mut self, cmd: &Parsed) {
+        let quiet =
+            cmd.mark == self.reply_bytes && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
+        if quiet && !self.framed {
+            self.rep.reset();
+            self.framed = true;
+            self.stats.reply_resyncs += 1;
+        }
     }
 
     /// Whether `cmd` is a turn where pairing can resume (see the module comment). At a turn with the reply
@@ -570,6 +770,11 @@ impl Session {
                     self.waiting -= 1;
                 }
                 Wait::Exec => self.tx_broken = true,
+                Wait::Align => {
+                    if let Some(r) = self.realign.as_mut() {
+                        r.pop_cmd();
+                    }
+                }
                 Wait::Done => {}
             }
             if front.wait != Wait::Done {
@@ -670,7 +875,7 @@ impl Session {
                     self.stats.reply_skipped_bytes += (data.len() - pos) as u64;
                     self.reply_bytes += data.len() as u64;
                     self.lose_frames();
-                    self.lose_pairing(out);
+                    self.replies_lost(out);
                     return data.len();
                 }
             }
@@ -717,7 +922,8 @@ impl Session {
     /// Every command waiting gets `Unknown` (emitted by the caller); replies are unpaired until a turn.
     fn mark_unknown(&mut self) {
         for p in self.queue.iter_mut() {
-            if p.wait != Wait::Done {
+            // (Commands held for a realignment stay held.)
+            if !matches!(p.wait, Wait::Done | Wait::Align) {
                 p.wait = Wait::Done;
                 p.reply = Stored::Unknown;
             }
@@ -738,6 +944,8 @@ impl Session {
         let waiting: Vec<i64> =
             self.queue.iter().skip(self.cursor).filter(|p| p.wait == Wait::Reply).map(|p| p.cmd.end_ts).collect();
         let after = std::mem::take(&mut self.owed.ends);
+        // What the realignment counted on (the replies drained first) is wrong too.
+        self.give_up_realign(out);
         self.lose_pairing(out);
         for end in waiting.into_iter().chain(after) {
             self.owed.push(end);
@@ -771,9 +979,13 @@ impl Session {
             }
         }
         if self.pairing == Pairing::Unsynced {
-            self.stats.unpaired_replies += 1;
             self.answer_held(ts, &top);
             self.owed.answer(ts);
+            if self.realign.is_some() {
+                self.hold_reply(ts, top, queued, out);
+            } else {
+                self.stats.unpaired_replies += 1;
+            }
             return;
         }
         if self.skip > 0 {
@@ -809,6 +1021,18 @@ impl Session {
             self.set_done(i, reply, ts);
         }
         self.replied(out);
+    }
+
+    /// A reply after a loss, held for the realignment (its summary kept as for any command but HGETALL's and
+    /// EXEC's, which are not used).
+    fn hold_reply(&mut self, ts: i64, top: super::reply::Node, queued: bool, out: &mut impl FnMut(&Command)) {
+        let reply = summarize(&self.rep.frame, 0, Class::Other, &mut self.replies);
+        if reply.uses_store() {
+            self.store_users += 1;
+        }
+        let Some(r) = self.realign.as_mut() else { return };
+        let outcome = r.push_frame(realign::Frame { top, ts, reply, queued });
+        self.realign_outcome(outcome, out);
     }
 
     /// A reply went to the command at the cursor (or an evicted one): move on.
@@ -1018,4 +1242,22 @@ impl Session {
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
     frame.nodes.first().is_some_and(|n| n.kind == Kind::Simple) && frame.tag() == Some(b"QUEUED")
+}
+
+/// Whether a connection that sends commands of `class` can be realigned after a loss: their replies go one
+/// per command, of a shape the class tells, and they leave the replies of later commands so (unlike CLIENT
+/// REPLY, transactions, pub/sub, HELLO, MONITOR and RESET, any of which a loss could hide).
+fn realigns(class: Class) -> bool {
+    !matches!(
+        class,
+        Class::Subscribe(_)
+            | Class::Unsubscribe(_)
+            | Class::Hello(_)
+            | Class::Monitor
+            | Class::Reset
+            | Class::ClientReply(_)
+            | Class::Multi
+            | Class::Exec
+            | Class::Discard
+    )
 }

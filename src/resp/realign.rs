@@ -1,0 +1,228 @@
+//! Realignment after a loss of replies: which reply answers which command, told by the replies' shapes.
+//!
+//! After reply bytes of a connection are lost, the replies of an unknown number of the commands waiting went
+//! with them. Once the reply stream is read again from a frame start (at a quiet moment, see `session`), the
+//! replies that follow answer the commands held in order, one each, from some unknown offset on: reply `j`
+//! answers command `j + s`, the first s commands having lost theirs. Commands and replies are held here,
+//! unpaired, and each offset still possible is tested on every (reply, command) pair it makes: the reply must
+//! have begun after the command ended, and be of a shape the command can get (`summary::compatible`: an MGET
+//! of 3 keys an array of 3, a DEL an integer, a GET a bulk or nil); and no reply that began before a command
+//! not held yet can answer it. When a single offset is left, and it has paired `CONFIRM_RUN` replies of telling
+//! shapes, the held replies go to their commands and pairing goes on from there; until then nothing is used.
+//! When the shapes cannot tell the offsets apart (a run of GETs only), nothing is decided and the commands
+//! come out with their replies unknown.
+//!
+//! The offsets tried are every one the loss allows: from 0 up to as many commands held as had ended when the
+//! first reply began (a reply answers a command already sent), and down to minus the replies still owed to
+//! commands not held (evicted from a full queue). A loss of client bytes ends a realignment: the commands it
+//! took have replies among those held, as many as the lost bytes could hold, and a wrong offset can then fit
+//! (the property tests found one), so none is tried after such a loss.
+
+use std::collections::VecDeque;
+
+use super::reply::{Kind, Node};
+use super::summary::{compatible, Class, Stored};
+
+/// Replies paired under the one offset left before they are used, of commands whose replies have telling
+/// shapes (`telling`).
+pub(crate) const CONFIRM_RUN: usize = 8;
+/// Commands or replies held at most while the offset is unknown: beyond it the oldest command and the oldest
+/// reply are let go unpaired together (which keeps every offset's meaning).
+pub(crate) const MAX_HELD: usize = 4096;
+/// Offsets tried at most; a loss that allows more ends the realignment (the commands stay unknown).
+pub(crate) const MAX_OFFSETS: usize = 8192;
+/// A command waiting for the offset: its session id and what its reply must be like.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held {
+    pub id: u64,
+    pub class: Class,
+    pub argc: u32,
+    pub end_ts: i64,
+}
+
+/// A reply waiting for the offset.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    pub top: Node,
+    pub ts: i64,
+    pub reply: Stored,
+    /// `+QUEUED`: answers any command inside MULTI.
+    pub queued: bool,
+}
+
+/// What the session does with a command or reply let go.
+pub(crate) enum Outcome {
+    /// Nothing decided yet.
+    Wait,
+    /// Offset `s` is confirmed: reply j answers command j + s.
+    Aligned(i64),
+    /// No offset is left: the loss was not what the offsets model (the session gives up this realignment).
+    None,
+}
+
+pub(crate) struct Realign {
+    pub cmds: VecDeque<Held>,
+    pub frames: VecDeque<Frame>,
+    /// Replies that may answer commands not held (lost, or sent before): offsets go down to -unseen.
+    unseen: u64,
+    /// The offsets, lo..lo + alive.len(), and which are still possible; empty until the first reply.
+    lo: i64,
+    alive: Vec<bool>,
+    left: usize,
+}
+
+impl Realign {
+    pub fn new(unseen: u64) -> Realign {
+        Realign { cmds: VecDeque::new(), frames: VecDeque::new(), unseen, lo: 0, alive: Vec::new(), left: 0 }
+    }
+
+    /// Replies seen so far: the offsets are fixed.
+    pub fn started(&self) -> bool {
+        !self.alive.is_empty()
+    }
+
+    /// More commands whose replies may come without them being held.
+    pub fn add_unseen(&mut self, n: u64) {
+        self.unseen = self.unseen.saturating_add(n);
+    }
+
+    /// Replies are lost again: the offset changes by an unknown amount. The replies held are dropped (the
+    /// caller counts them) and the offsets are tried afresh from the next reply.
+    pub fn replies_lost(&mut self) -> VecDeque<Frame> {
+        self.alive.clear();
+        self.left = 0;
+        std::mem::take(&mut self.frames)
+    }
+
+    fn fits(f: &Frame, c: &Held) -> bool {
+        f.ts >= c.end_ts && (f.queued || compatible(c.class, c.argc, &f.top))
+    }
+
+    pub fn push_cmd(&mut self, c: Held) -> Outcome {
+        self.cmds.push_back(c);
+        self.test();
+        self.decide()
+    }
+
+    pub fn push_frame(&mut self, f: Frame) -> Outcome {
+        self.frames.push_back(f);
+        if !self.started() {
+            // A reply answers a command already sent: at most the commands ended by now lost theirs.
+            let hi = self.cmds.iter().filter(|c| c.end_ts <= f.ts).count() as i64;
+            self.lo = -(self.unseen.min(MAX_OFFSETS as u64) as i64);
+            let n = (hi - self.lo + 1) as usize;
+            if self.unseen >= MAX_OFFSETS as u64 || n > MAX_OFFSETS {
+                return Outcome::None;
+            }
+            self.alive = vec![true; n];
+            self.left = n;
+        }
+        self.test();
+        self.decide()
+    }
+
+    /// Tests, for each offset still possible, the pairs the newest command and the newest reply make under
+    /// it: each pair is tested when the later of its two arrives.
+    fn test(&mut self) {
+        if !self.started() {
+            return;
+        }
+        let (nc, nf) = (self.cmds.len() as i64, self.frames.len() as i64);
+        for k in 0..self.alive.len() {
+            if !self.alive[k] {
+                continue;
+            }
+            let s = self.lo + k as i64;
+            let newest = [(nf - 1, nf - 1 + s), (nc - 1 - s, nc - 1)];
+            let ok = newest.iter().all(|&(j, i)| {
+                !(0..nf).contains(&j) || !(0..nc).contains(&i) || Self::fits(&self.frames[j as usize], &self.cmds[i as usize])
+            });
+            if !ok {
+                self.alive[k] = false;
+                self.left -= 1;
+            }
+        }
+    }
+
+    /// Every command not held yet ends at `now` or later: an offset under which a reply that began before
+    /// `now` answers one of them is not possible.
+    pub fn time_passes(&mut self, now: i64) -> Outcome {
+        if !self.started() {
+            return Outcome::Wait;
+        }
+        let (nc, nf) = (self.cmds.len() as i64, self.frames.len() as i64);
+        for k in 0..self.alive.len() {
+            let s = self.lo + k as i64;
+            let first = (nc - s).max(0);
+            if self.alive[k] && first < nf && self.frames[first as usize].ts < now {
+                self.alive[k] = false;
+                self.left -= 1;
+            }
+        }
+        self.decide()
+    }
+
+    /// Replies paired under offset `s` so far.
+    fn overlap(&self, s: i64) -> i64 {
+        let (nc, nf) = (self.cmds.len() as i64, self.frames.len() as i64);
+        (nf.min(nc - s) - 0i64.max(-s)).max(0)
+    }
+
+    /// Pairs under offset `s` whose fit says something: the command allows few shapes (not a SET or any
+    /// command whose replies vary) and the reply is no error (an error answers anything).
+    fn telling(&self, s: i64) -> usize {
+        let first = 0i64.max(-s) as usize;
+        self.frames
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take_while(|&(j, _)| ((j as i64 + s) as usize) < self.cmds.len())
+            .filter(|&(j, f)| {
+                let c = &self.cmds[(j as i64 + s) as usize];
+                let error = matches!(f.top.kind, Kind::Error | Kind::BulkError);
+                !f.queued && !error && matches!(c.class, Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike)
+            })
+            .count()
+    }
+
+    fn decide(&self) -> Outcome {
+        if !self.started() {
+            return Outcome::Wait;
+        }
+        if self.left == 0 {
+            return Outcome::None;
+        }
+        if self.left > 1 {
+            return Outcome::Wait;
+        }
+        let Some(k) = self.alive.iter().position(|&a| a) else { return Outcome::None };
+        let s = self.lo + k as i64;
+        // Every reply held must answer a command held or one lost: one that answers a command not read yet
+        // (still on probation) waits for it.
+        let answered = self.frames.len() as i64 + s <= self.cmds.len() as i64;
+        if answered && self.overlap(s) >= CONFIRM_RUN as i64 && self.telling(s) >= CONFIRM_RUN {
+            Outcome::Aligned(s)
+        } else {
+            Outcome::Wait
+        }
+    }
+
+    /// Lets the oldest command go unpaired (the caller emits it): the offsets count from the next one.
+    pub fn pop_cmd(&mut self) -> Option<Held> {
+        let c = self.cmds.pop_front()?;
+        if self.started() {
+            self.lo -= 1;
+        } else {
+            // Its reply may still come, as one of a command not held.
+            self.unseen += 1;
+        }
+        Some(c)
+    }
+
+    /// Lets the oldest reply go unpaired (the caller counts it).
+    pub fn pop_frame(&mut self) -> Option<Frame> {
+        let f = self.frames.pop_front()?;
+        self.lo += 1;
+        Some(f)
+    }
+}

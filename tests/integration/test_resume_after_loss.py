@@ -1,0 +1,181 @@
+"""Pairing resumes after a packet loss, and never pairs a reply with the wrong command.
+
+A real redis-server and real tcpdump run in a network namespace whose loopback has MTU 1500 (no offloads), so a
+pipeline's requests and replies span many segments; redis-py drives four connections pipelining GET, MGET,
+HGET, HMGET, SET and DEL (pipelined_traffic.py) and logs what each command returned: the truth. Then ~1% of
+the TCP data packets are dropped at random from the capture (a seeded RNG, many seeds), each filtered capture
+is parsed by the real parser, and every seed must hold:
+  - every kept command is one the client sent, in the order it sent them on its connection;
+  - every paired reply is the one the server sent that command: its reply time falls within the pipeline's
+    round trip as the client timed it, and a read's found / value sizes are what redis-py got back;
+  - at least 90% of the kept commands have their reply (over all seeds).
+Today a connection pairs no reply after a lost client segment, to its end; after a lost reply segment, from the
+replies' shapes once they fit one offset only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import dpkt
+import pytest
+
+import cachescope
+
+from . import pipelined_traffic
+from .servers import HarnessError, Netns, RedisServer, Tcpdump
+
+SEEDS = range(24)
+DROP = 0.01
+# Clock granularity of the capture's timestamps (microseconds) against the client's nanoseconds.
+SLACK_NS = 2_000
+SCRIPT = Path(pipelined_traffic.__file__).resolve()
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    """(pcap, truth) of the pipelining traffic at MTU 1500."""
+    workdir = tmp_path_factory.mktemp("pipelined")
+    pcap, truth_path = workdir / "capture.pcap", workdir / "truth.json"
+    try:
+        with Netns() as ns, RedisServer(workdir, port=6379, prefix=ns.prefix) as server:
+            with Tcpdump(pcap, server.port, "lo", prefix=ns.prefix) as dump:
+                subprocess.run(ns.prefix + [sys.executable, str(SCRIPT), "--port", str(server.port),
+                                            "--truth", str(truth_path), "--seed", "7"], check=True, timeout=300)
+                dump.stop()
+    except HarnessError as e:
+        pytest.fail(f"recording the pipelining capture: {e}", pytrace=False)
+    return pcap, json.loads(truth_path.read_text())
+
+
+def drop_packets(src: Path, dst: Path, seed: int, fraction: float) -> int:
+    """Writes `src` without a random `fraction` of its TCP packets that carry data; returns how many went."""
+    rng = random.Random(seed)
+    raw = src.read_bytes()
+    endian = "<" if raw[:4] == b"\xd4\xc3\xb2\xa1" else ">"
+    out, pos, dropped = [raw[:24]], 24, 0
+    while pos + 16 <= len(raw):
+        incl = struct.unpack(endian + "I", raw[pos + 8:pos + 12])[0]
+        record = raw[pos:pos + 16 + incl]
+        pos += 16 + incl
+        eth = dpkt.ethernet.Ethernet(record[16:])
+        carries = isinstance(eth.data, dpkt.ip.IP) and isinstance(eth.data.data, dpkt.tcp.TCP) and eth.data.data.data
+        if carries and rng.random() < fraction:
+            dropped += 1
+            continue
+        out.append(record)
+    dst.write_bytes(b"".join(out))
+    return dropped
+
+
+def rows_of(cmd: dict) -> list[tuple]:
+    """(key, field) of each row the command makes, in order."""
+    if cmd["fields"] is not None:
+        return [(cmd["keys"][0], f) for f in cmd["fields"]]
+    return [(k, None) for k in cmd["keys"]]
+
+
+def sizes_of(cmd: dict) -> list:
+    r = cmd["reply"]
+    return r if isinstance(r, list) else [r]
+
+
+def null(v):
+    import pandas as pd
+
+    return None if pd.isna(v) else v
+
+
+def commands_of(df) -> dict:
+    """{client: [(cmd, [(key, field)], ts_ns, latency_ns, [(found, value_size)], errored)]} in `req` order."""
+    out: dict = {}
+    cols = ["client", "req", "cmd", "key", "field", "ts_ns", "latency_ns", "found", "value_size", "error"]
+    last = None
+    for client, req, cmd, key, field, ts, latency, found, value_size, error in zip(*(df[c].tolist() for c in cols)):
+        if (client, req) != last:
+            out.setdefault(client, []).append((str(cmd), [], ts, null(latency), [], False))
+            last = (client, req)
+        c = out[client][-1]
+        c[1].append((key, null(field)))
+        c[4].append((null(found), null(value_size)))
+        if null(error) is not None:
+            out[client][-1] = c[:5] + (True,)
+    return out
+
+
+def check(df, truth) -> tuple[int, int, int]:
+    """Holds the parsed trace to the truth; returns (commands sent, kept, kept with their reply)."""
+    sent = sum(len(p["commands"]) for c in truth["connections"] for p in c["pipelines"])
+    kept = paired = 0
+    by_client = {c["client"]: c for c in truth["connections"]}
+    for client, cmds in commands_of(df.sort_values(["conn", "req"], kind="stable")).items():
+        conn = by_client[client]
+        flat = [(p, c) for p in conn["pipelines"] for c in p["commands"]]
+        at = 0
+        for cmd, got, ts, latency, outcomes, errored in cmds:
+            while at < len(flat) and not (flat[at][1]["cmd"] == cmd and rows_of(flat[at][1]) == got
+                                          and flat[at][0]["t0"] - SLACK_NS <= ts <= flat[at][0]["t1"] + SLACK_NS):
+                at += 1
+            assert at < len(flat), f"{conn['name']}: a kept {cmd} of {len(got)} rows at {ts} is none the client sent next"
+            pipeline, want = flat[at]
+            at += 1
+            kept += 1
+            if latency is None:
+                continue
+            paired += 1
+            assert pipeline["t0"] - SLACK_NS <= ts + latency <= pipeline["t1"] + SLACK_NS, \
+                f"{conn['name']}: {cmd} paired with a reply from outside its pipeline's round trip"
+            if cmd in ("GET", "HGET", "MGET", "HMGET"):
+                for size, (found, value_size) in zip(sizes_of(want), outcomes):
+                    assert bool(found) == (size is not None), f"{conn['name']}: {cmd} paired with a wrong reply"
+                    if size is not None:
+                        assert value_size == size, f"{conn['name']}: {cmd} paired with a wrong reply"
+            assert not errored, f"{conn['name']}: {cmd} paired with an error it was not sent"
+    return sent, kept, paired
+
+
+def test_the_whole_capture_pairs_every_command(capture, tmp_path):
+    """The harness's own check: without losses, every command is kept and paired, as the client saw it."""
+    pcap, truth = capture
+    df = cachescope.parse_capture(str(pcap), ports=(6379,))
+    sent, kept, paired = check(df, truth)
+    assert sent == kept == paired
+
+
+@pytest.fixture(scope="module")
+def lossy_runs(capture, tmp_path_factory):
+    """Per seed: (line, sent, kept, paired), each filtered capture held to the truth (`check`) on the way."""
+    pcap, truth = capture
+    workdir = tmp_path_factory.mktemp("lossy")
+    runs = []
+    for seed in SEEDS:
+        lossy = workdir / f"drop{seed}.pcap"
+        dropped = drop_packets(pcap, lossy, seed, DROP)
+        df = cachescope.parse_capture(str(lossy), ports=(6379,))
+        sent, kept, paired = check(df, truth)
+        stats = df.attrs["stats"]
+        runs.append((f"seed {seed}: {dropped} packets dropped, {stats['gaps']} gaps; kept {kept}/{sent}, paired "
+                     f"{paired}/{kept} ({paired / kept:.1%}), {stats['realigned_replies']} realigned", sent, kept,
+                     paired))
+        lossy.unlink()
+    return runs
+
+
+def test_after_random_packet_losses_no_reply_is_paired_wrongly(lossy_runs):
+    """`check` held every kept command to one the client sent and every paired reply to the server's."""
+    sent, kept, paired = (sum(r[i] for r in lossy_runs) for i in (1, 2, 3))
+    print("\n".join(r[0] for r in lossy_runs))
+    print(f"all seeds: kept {kept}/{sent} ({kept / sent:.1%}), paired {paired}/{kept} ({paired / kept:.1%})")
+    assert kept >= 0.95 * sent
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 item 3's target: 40.0% paired at 1% loss today (36.7% "
+                                       "before); pairing does not resume after a loss of client bytes")
+def test_at_one_percent_loss_ninety_percent_of_kept_commands_are_paired(lossy_runs):
+    kept, paired = (sum(r[i] for r in lossy_runs) for i in (2, 3))
+    assert paired >= 0.9 * kept, "\n".join(r[0] for r in lossy_runs)
