@@ -10,23 +10,7 @@ import pytest
 
 import cachescope
 from conftest import REPO
-
-# Runs a command as a user would and prints its peak resident memory on the last line of stderr: the kernel's
-# high-water mark of this process's memory (VmHWM), which counts what the core allocates too. Not getrusage's
-# ru_maxrss, which a child keeps from its parent across exec (pytest's own hundreds of MB).
-_PEAK = """
-import runpy, sys
-sys.argv = sys.argv[1:]
-try:
-    runpy.run_path(sys.argv[0], run_name="__main__")
-except SystemExit as e:
-    code = e.code
-else:
-    code = 0
-hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-print("peak_kib", hwm, file=sys.stderr)
-sys.exit(code)
-"""
+from script_prelude import PEAK
 
 
 def _keys_trace(path, lookups: int, keys: int, seed: int) -> str:
@@ -47,7 +31,7 @@ def traces(tmp_path_factory):
 
 
 def _peak_and_json(path: str, *args) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-c", _PEAK, str(REPO / "simulate.py"), path, "--json", *args],
+    proc = subprocess.run([sys.executable, "-c", PEAK, str(REPO / "simulate.py"), path, "--json", *args],
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     peak = int(proc.stderr.strip().splitlines()[-1].split()[1])

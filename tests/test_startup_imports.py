@@ -12,23 +12,16 @@ import sys
 import pytest
 
 from conftest import REPO
+from script_prelude import run_then
 
 HEAVY = ("pandas", "pyarrow", "pyarrow.compute", "matplotlib", "tqdm")
 PCAP = REPO / "sample_traces" / "feature_store.pcap"
 PORT = json.loads((REPO / "sample_traces" / "feature_store.truth.json").read_text())["port"]
 
-_PROBE = """
-import json, runpy, sys
-sys.argv = json.loads(sys.argv[1])
-try:
-    runpy.run_path(sys.argv[0], run_name="__main__")
-except SystemExit as e:
-    code = e.code
-else:
-    code = 0
+_PROBE = run_then("""
 pool = sys.modules["pyarrow"].default_memory_pool().backend_name if "pyarrow" in sys.modules else None
 print(json.dumps({"code": code, "heavy": sorted(m for m in sys.modules if m in %r), "pool": pool}), file=sys.stderr)
-""" % (HEAVY,)
+""" % (HEAVY,), argv="json.loads(sys.argv[1])")
 
 
 def probe(*argv, env=None) -> dict:

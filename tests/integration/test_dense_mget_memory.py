@@ -18,25 +18,11 @@ import sys
 import pytest
 
 from conftest import REPO
+from script_prelude import PEAK
 
 from . import dense_mget
 from .conftest import _require_tools
 
-# The whole command's peak resident memory (VmHWM) on the last line of stderr, as tests/test_sampled_memory.py
-# measures it: not getrusage's maxrss, which a child keeps from its parent (pytest) across exec.
-_PEAK = """
-import runpy, sys
-sys.argv = sys.argv[1:]
-try:
-    runpy.run_path(sys.argv[0], run_name="__main__")
-except SystemExit as e:
-    code = e.code
-else:
-    code = 0
-hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-print("peak_kib", hwm, file=sys.stderr)
-sys.exit(code)
-"""
 # What the parser's bounds let the whole capture hold beyond its first quarter, which reaches none of them:
 # 4 connections x 4 MiB of waiting commands' arguments, 256 Ki rows held for send order (about 80 bytes each,
 # twice while they are sorted) and a batch in each stage. Measured: 40-70 MiB; before, 190-290 MiB.
@@ -56,7 +42,7 @@ def client_sides(tmp_path_factory):
 
 
 def _peak(*argv) -> int:
-    proc = subprocess.run([sys.executable, "-c", _PEAK, *map(str, argv)], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", PEAK, *map(str, argv)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return int(proc.stderr.strip().splitlines()[-1].split()[1]) * 1024
 
