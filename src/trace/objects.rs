@@ -107,11 +107,39 @@ fn digits8(n: u32) -> u64 {
     digits + 0x3030_3030_3030_3030
 }
 
+/// The keys of the ids met last, in a direct-mapped table of 2^14 (256 KiB, within a core's cache): a trace's
+/// popular ids come back again and again (the most popular 16,000 of a Zipf(1) trace over 5 M ids are 60% of
+/// its lookups), and a hit costs one load where hashing the id's text costs a dozen multiplies.
+struct RecentKeys {
+    slots: Vec<(u64, u64)>,
+}
+
+impl RecentKeys {
+    const BITS: u32 = 14;
+
+    fn new() -> RecentKeys {
+        // Every slot a true pair from the start, so that no id needs to be reserved to mark an empty one.
+        RecentKeys { slots: vec![(0, numeric_key(0)); 1 << Self::BITS] }
+    }
+
+    #[inline]
+    fn key(&mut self, id: u64) -> u64 {
+        let slot = &mut self.slots[(id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - Self::BITS)) as usize];
+        if slot.0 != id {
+            *slot = (id, numeric_key(id));
+        }
+        slot.1
+    }
+}
+
 /// Every id of `ids` replaced by its key (`numeric_key`), on two threads for a large batch: hashing is most of
 /// the time an object trace takes to read, and the simulation waits for the batch.
 pub fn numeric_keys_in_place(ids: &mut [u64]) {
     const PARALLEL_MIN: usize = 1 << 16;
-    let hash = |part: &mut [u64]| part.iter_mut().for_each(|k| *k = numeric_key(*k));
+    let hash = |part: &mut [u64]| {
+        let mut recent = RecentKeys::new();
+        part.iter_mut().for_each(|k| *k = recent.key(*k));
+    };
     if ids.len() < PARALLEL_MIN {
         return hash(ids);
     }
@@ -160,8 +188,11 @@ mod tests {
             assert_eq!(numeric_key(id), key_hash(id.to_string().as_bytes()));
         }
         let mut ids: Vec<u64> = (0..200_000u64).map(|i| i * 7_919).collect();
+        // Ids that come back (through the table of recent keys), and ids that share its slots.
+        ids.extend((0..100_000u64).map(|i| (i % 97) * 7_919 + (i % 5 << 14)));
+        let want: Vec<u64> = ids.iter().map(|&id| numeric_key(id)).collect();
         numeric_keys_in_place(&mut ids);
-        assert!(ids.iter().enumerate().all(|(i, &k)| k == numeric_key(i as u64 * 7_919)));
+        assert_eq!(ids, want);
     }
 
     #[test]
