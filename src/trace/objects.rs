@@ -99,11 +99,11 @@ pub fn numeric_key(id: u64) -> u64 {
 #[inline]
 fn digits8(n: u32) -> u64 {
     let n = u64::from(n);
-    let halves = n / 10_000 | (n % 10_000) << 32;
+    let halves = (n / 10_000) | ((n % 10_000) << 32);
     let hundreds = ((halves * 10_486) >> 20) & 0x0000_007f_0000_007f;
-    let pairs = (halves - 100 * hundreds) << 16 | hundreds;
+    let pairs = ((halves - 100 * hundreds) << 16) | hundreds;
     let tens = ((pairs * 103) >> 10) & 0x000f_000f_000f_000f;
-    let digits = (pairs - 10 * tens) << 8 | tens;
+    let digits = ((pairs - 10 * tens) << 8) | tens;
     digits + 0x3030_3030_3030_3030
 }
 
@@ -189,7 +189,7 @@ mod tests {
         }
         let mut ids: Vec<u64> = (0..200_000u64).map(|i| i * 7_919).collect();
         // Ids that come back (through the table of recent keys), and ids that share its slots.
-        ids.extend((0..100_000u64).map(|i| (i % 97) * 7_919 + (i % 5 << 14)));
+        ids.extend((0..100_000u64).map(|i| (i % 97) * 7_919 + ((i % 5) << 14)));
         let want: Vec<u64> = ids.iter().map(|&id| numeric_key(id)).collect();
         numeric_keys_in_place(&mut ids);
         assert_eq!(ids, want);
