@@ -24,6 +24,21 @@ pub fn key_hash(key: &[u8]) -> u64 {
     (hi << 32) | (hi ^ u64::from(java_string_hash(key)))
 }
 
+/// `key_hash` of the text of `len` (1 to 8) bytes held in `word` (its first byte the lowest, the rest zero),
+/// without reading it back byte by byte: a numeric id's digits are made in a register (`numeric_key`).
+#[inline]
+pub fn key_hash_word(word: u64, len: usize) -> u64 {
+    debug_assert!((1..=8).contains(&len) && (len == 8 || word >> (8 * len) == 0));
+    let bytes = word.to_le_bytes();
+    let hi = xxh3_64(&bytes[..len]) >> 32;
+    let java = if word & 0x8080_8080_8080_8080 == 0 {
+        java_hash_word(word << (8 * (8 - len)))
+    } else {
+        java_string_hash(&bytes[..len])
+    };
+    (hi << 32) | (hi ^ u64::from(java))
+}
+
 /// Powers of 31, the multiplier of Java's `String.hashCode`, up to a word's eight bytes.
 const POW: [u32; 9] = {
     let mut p = [1u32; 9];

@@ -350,7 +350,7 @@ impl ObjectReader {
         let inner = match format {
             "oracleGeneral" => {
                 let src = open_source(path, fd, head, stop.as_deref())?;
-                ObjectReaderKind::OracleGeneral(trace::oracle_general::OracleGeneralReader::new(src, path))
+                ObjectReaderKind::OracleGeneral(trace::oracle_general::OracleGeneralReader::new(src, path).lean())
             }
             "csv" => {
                 let spec = trace::csv::CsvSpec::parse(csv_spec.unwrap_or_default()).map_err(value_err)?;
@@ -363,8 +363,8 @@ impl ObjectReader {
     }
 
     /// The next requests, at least `min_events` unless the trace ends, as numpy columns (keys, ops, reqs,
-    /// value_sizes, key_bytes, ts_ns when the trace has a clock, next_access for oracleGeneral); None at
-    /// the end.
+    /// value_sizes, key_bytes, ts_ns when the trace has a clock); for oracleGeneral keys, value_sizes and
+    /// ts_ns only (every record a read of its own: `OracleGeneralReader::lean`); None at the end.
     fn next_batch<'py>(&mut self, py: Python<'py>, min_events: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
         let inner = &mut self.inner;
         let batch = py.detach(|| match inner {
@@ -378,11 +378,16 @@ impl ObjectReader {
         if !b.ts_ns.is_empty() {
             d.set_item("ts_ns", b.ts_ns.into_pyarray(py))?;
         }
+        d.set_item("value_sizes", b.value_sizes.into_pyarray(py))?;
+        if b.ops.is_empty() {
+            // A lean batch (oracleGeneral): every record a read of its own, its key its entity.
+            d.set_item("keys", b.keys.into_pyarray(py))?;
+            return Ok(Some(d));
+        }
         d.set_item("keys", b.keys.clone().into_pyarray(py))?;
         d.set_item("entities", b.keys.into_pyarray(py))?;
         d.set_item("ops", b.ops.into_pyarray(py))?;
         d.set_item("reqs", b.reqs.into_pyarray(py))?;
-        d.set_item("value_sizes", b.value_sizes.into_pyarray(py))?;
         d.set_item("key_bytes", b.key_bytes.into_pyarray(py))?;
         if !b.next_access.is_empty() {
             d.set_item("next_access", b.next_access.into_pyarray(py))?;

@@ -146,3 +146,30 @@ def test_parse_starts_the_capture_parser_before_importing_pyarrow_with_the_same_
     assert ahead["before"] and plain["before"]
     assert ahead["rows"] == plain["rows"] and sum(len(b["key"]) for b in ahead["rows"]) > 0
     assert ahead["stats"] == plain["stats"]
+
+
+@pytest.fixture(scope="module")
+def oracle_trace(tmp_path_factory):
+    return parsed_sample(tmp_path_factory, "t.oracleGeneral")
+
+
+def test_a_sampled_curve_alone_imports_no_pandas(oracle_trace):
+    """`--curve lru --sample 1% --json` (bench/scale/anchors.py's run against mrcProfiler) writes its curve
+    from the core's arrays: pandas was most of its start-up."""
+    assert imported("simulate.py", oracle_trace, "--curve", "lru", "--sample", "1%", "--json",
+                    "--no-progress") == []
+
+
+@pytest.mark.parametrize("asks", [dict(sample="1%"), dict(sample="10%", salts=3, curve_capacities="10,100,1k"),
+                                  dict(sample_keys=64)])
+def test_sampled_curves_json_is_the_frames(oracle_trace, asks):
+    """The JSON of sampled curves made from their columns is the JSON made from their frame."""
+    import cachescope
+
+    result = cachescope.simulate_trace(str(oracle_trace), curve="lru,fifo", **asks)
+    from_columns = result.to_json()
+    assert result._curves is None, "no frame built before it is asked for"
+    result.curves = result.curves  # the frame, built, and read as before
+    from_frame = result.to_json()
+    assert from_columns["curves"] and len(from_columns["curves"][0]["points"]) > 1
+    assert json.dumps(from_columns) == json.dumps(from_frame)

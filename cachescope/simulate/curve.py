@@ -155,12 +155,18 @@ def curve_frames(native: list[dict], unit: str, unique_keys: int) -> tuple[pd.Da
 
 
 def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int, bound: float) -> pd.DataFrame:
-    """Sampled curves, one row per capacity: the mean of the salts' estimates and a band of two standard
-    deviations of them (`hit_rate_low`, `hit_rate_high`), each salt's own (`hit_rate_by_sample`), with `salts`
-    and `sample_rate`. No cache beats the
-    infinite one, whose hit rate `bound` is exact: estimates above it are sampling noise, and are cut to it."""
+    """Sampled curves, one row per capacity (`sampled_columns`, one frame)."""
     import pandas as pd
-    frames = []
+    frames = [pd.DataFrame(c) for c in sampled_columns(native, unit, unique_keys, lookups, bound)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def sampled_columns(native: list[dict], unit: str, unique_keys: int, lookups: int, bound: float) -> list[dict]:
+    """Sampled curves, one dict of columns per curve (the columns of `sampled_frames`; numpy, no pandas): the
+    mean of the salts' estimates and a band of two standard deviations of them (`hit_rate_low`,
+    `hit_rate_high`), each salt's own (`hit_rate_by_sample`), with `salts` and `sample_rate`. No cache beats the
+    infinite one, whose hit rate `bound` is exact: estimates above it are sampling noise, and are cut to it."""
+    curves = []
     for curve in native:
         if curve["method"] == "shards":
             policy, rate = "lru", float(np.mean(curve["sample_rates"]))
@@ -177,7 +183,7 @@ def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int
         mean = np.minimum(per_salt.mean(axis=0), bound)
         spread = 2 * per_salt.std(axis=0, ddof=1) if salts > 1 else np.zeros_like(mean)
         keep = _useful(caps, np.round(mean * lookups).astype(np.int64), unit, unique_keys)
-        frames.append(pd.DataFrame({
+        curves.append({
             "policy": policy,
             "pods": curve.get("pods", 1),
             "route": curve.get("route"),
@@ -194,8 +200,8 @@ def sampled_frames(native: list[dict], unit: str, unique_keys: int, lookups: int
             # Each sample's own estimate (uncut): the spread the band is made of, and what a benchmark averages
             # its error over (bench/scale/anchors.py).
             "hit_rate_by_sample": [row.tolist() for row in per_salt.T[keep]],
-        }))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        })
+    return curves
 
 
 def _useful(caps: np.ndarray, hits: np.ndarray, unit: str, unique_keys: int) -> np.ndarray:

@@ -45,6 +45,10 @@ class SimulationResult:
         self.has_clock = has_clock
         self.granularity = granularity
         self._curves = self._curve_timeline = self._sizing = None
+        # Sampled curves alone, as columns (curve.sampled_columns): `--json` reads them as they are, and the
+        # `curves` frame is built from them only when asked for, so that a sampled curve's run needs no pandas
+        # (most of its start-up).
+        self._sampled_curves: list[dict] | None = None
         self.key_pattern = None
         # The counters of a capture parsed on the fly (empty for a trace file): simulate.py reports them.
         self.capture_stats: dict = {}
@@ -108,11 +112,16 @@ class SimulationResult:
     def curves(self):
         """One row per curve and capacity (`policy`, `capacity_unit`, `method`, `sample_rate`, `capacity`,
         `hits`, `hit_rate`, `round_trips_saved`, `command_hit_rate`, ...)."""
+        if self._curves is None and self._sampled_curves is not None:
+            import pandas as pd
+
+            frames = [pd.DataFrame(c) for c in self._sampled_curves if len(c["capacity"])]
+            self._curves = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         return self._frame("_curves")
 
     @curves.setter
     def curves(self, frame) -> None:
-        self._curves = frame
+        self._curves, self._sampled_curves = frame, None
 
     @property
     def curve_timeline(self):
@@ -133,6 +142,8 @@ class SimulationResult:
         self._sizing = frame
 
     def has_curves(self) -> bool:
+        if self._curves is None and self._sampled_curves is not None:
+            return any(len(c["capacity"]) for c in self._sampled_curves)
         return self._curves is not None and len(self._curves) > 0
 
     def _frame(self, name: str):
@@ -206,16 +217,22 @@ class SimulationResult:
 
     def add_curves(self, native: list[dict], unit: str, targets: list[float], entry_overhead: int) -> None:
         """Fills `curves`, `curve_timeline` and `sizing` from the core's curve counts."""
-        import pandas as pd
-        from cachescope.simulate.curve import curve_frames, sampled_frames
-        from cachescope.simulate.sizing import add_warmup, sizing_frame
+        from cachescope.simulate.curve import curve_frames, sampled_columns, sampled_frames
 
-        exact, heat = curve_frames(native, unit, self.unique_keys)
         # No cache beats the infinite one: a sampled curve is cut at its hit rate (the top of its band when
         # it is estimated).
         bound = self.infinite.get("hit_rate_high", self.infinite["hit_rate"])
-        sampled = sampled_frames([c for c in native if c["method"] != "exact"], unit, self.unique_keys_high,
-                                 self.infinite["lookups"], bound)
+        sampled_args = ([c for c in native if c["method"] != "exact"], unit, self.unique_keys_high,
+                        self.infinite["lookups"], bound)
+        if not targets and all(c["method"] != "exact" for c in native):
+            # Sampled curves alone, nothing to size: their frames wait until something asks (`curves`).
+            self._curves, self._sampled_curves = None, sampled_columns(*sampled_args)
+            return
+        import pandas as pd
+        from cachescope.simulate.sizing import add_warmup, sizing_frame
+
+        exact, heat = curve_frames(native, unit, self.unique_keys)
+        sampled = sampled_frames(*sampled_args)
         self.curves = pd.concat([f for f in (exact, sampled) if len(f)], ignore_index=True) \
             if len(exact) or len(sampled) else pd.DataFrame()
         if len(heat):
@@ -278,7 +295,10 @@ class SimulationResult:
         results = [{k: _plain(v) for k, v in row.items() if not _missing(v)} for row in self.summary_records()]
         infinite = {k: _plain(v) for k, v in self.infinite.items()}
         doc = {"trace": trace, "results": results, "infinite": infinite, "window": self.window, "params": self.params}
-        if self.has_curves():
+        if self._curves is None and self._sampled_curves is not None:
+            if self.has_curves():
+                doc["curves"] = _sampled_curve_docs(self._sampled_curves)
+        elif self.has_curves():
             from cachescope.simulate.sizing import CURVE_KEYS
 
             head = (*CURVE_KEYS, "sample_rate", "salts")
@@ -404,6 +424,26 @@ def _sizing_json(row: dict) -> dict:
             continue
         out[k] = int(v) if k in _WHOLE else _plain(v)
     return out
+
+
+def _sampled_curve_docs(columns: list[dict]) -> list[dict]:
+    """`to_json`'s curves from sampled curves' columns (curve.sampled_columns), as it makes them from the frame
+    (grouped by CURVE_KEYS in order of appearance, a point per row), without building it."""
+    from cachescope.simulate.sizing import CURVE_KEYS
+
+    head = (*CURVE_KEYS, "sample_rate", "salts")
+    docs: dict[tuple, dict] = {}
+    for c in (c for c in columns if len(c["capacity"])):
+        policy, pods, route, unit, method = (c[k] for k in CURVE_KEYS)
+        doc = docs.setdefault((policy, pods, route, unit, method), {
+            "policy": policy, "pods": int(pods), "route": None if _missing(route) else route,
+            "capacity_unit": unit, "method": method, "sample_rate": float(c["sample_rate"]),
+            **({"salts": int(c["salts"])} if method != "exact" else {}), "points": []})
+        point_keys = [k for k in c if k not in head]
+        for i in range(len(c["capacity"])):
+            row = {k: c[k][i] if isinstance(c[k], (np.ndarray, list)) else c[k] for k in point_keys}
+            doc["points"].append({k: _plain(v) for k, v in row.items() if not _missing(v)})
+    return list(docs.values())
 
 
 def _plain(v):

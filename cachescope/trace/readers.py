@@ -224,8 +224,9 @@ class TraceSource(SourceRouting):
         except OSError as e:
             raise TraceFormatError(str(e)) from None
         for batch in self._native_batches(reader, batch_events):
-            batch.pop("next_access", None)
-            if not (batch["ops"] != 0).any():
+            # oracleGeneral's batches come without ops (every record a read of its own: the native reader's
+            # lean batches); a CSV's say which requests are reads.
+            if "ops" in batch and not (batch["ops"] != 0).any():
                 # All reads, each a request of its own: the simulation's plain path, as for a keys trace.
                 batch.pop("ops")
                 batch.pop("reqs")

@@ -40,6 +40,11 @@ impl Slices {
     #[inline]
     pub fn find(&self, key: u64) -> Option<(usize, u64)> {
         let v = Slices::value(key);
+        // Most keys are in no sample: told so by one comparison, without the division (a tenth of a sampled
+        // curve's time went to it).
+        if v >= self.width * self.count as u64 {
+            return None;
+        }
         let s = (v / self.width) as usize;
         (s < self.count).then(|| (s, v % self.width))
     }

@@ -374,6 +374,17 @@ impl Simulation {
         let window = self.opts.window;
         match (ev.ops, ev.ts_ns) {
             (None, None) => self.lookups += ev.len() as u64,
+            (None, Some(ts)) => {
+                // Every event a read: the windows' last lookups found by stepping, not by a division a lookup.
+                let n = ts.len() as u64;
+                let mut end = window - self.lookups % window - 1;
+                while end < n {
+                    self.window_ts.push(ts[end as usize]);
+                    end += window;
+                }
+                self.lookups += n;
+                self.last_ts = ts[ts.len() - 1];
+            }
             _ => {
                 for i in 0..ev.len() {
                     if ev.op(i) == OP_READ {
