@@ -197,20 +197,15 @@ impl ServedSample {
     /// The counts of commands and of round trips (None when the trace has no round trips), the groups still
     /// open at the end closed.
     pub fn counts(&self) -> (ServedCounts, Option<ServedCounts>) {
+        // The counts so far, in a sample of its own with no entities and no open groups (nothing left to evict).
         let mut done = ServedSample {
             threshold: self.threshold,
-            max_keys: usize::MAX,
-            entities: KeyMap::default(),
-            order: BTreeSet::new(),
-            seen: KeySet::default(),
-            open_command: None,
-            open_trips: KeyMap::default(),
-            next_solo: 0,
             groups: self.groups,
             several: self.several,
             unserved: self.unserved,
             squares: self.squares,
             has_trips: self.has_trips,
+            ..ServedSample::new(usize::MAX)
         };
         // Closing an open group reads only its entity's counts: copied for the entities of the open groups.
         let open: Vec<(usize, Open)> = self.open_command.map(|g| (COMMANDS, g)).into_iter()
