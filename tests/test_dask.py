@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -36,21 +37,22 @@ def _wait_for_workers(address: str, n: int, timeout: float = 90) -> None:
         client.wait_for_workers(n, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def scheduler():
-    """A `dask scheduler` and two single-threaded `dask worker`s on loopback, as a user starts them."""
+@contextmanager
+def dask_cluster(workers: int, env: dict | None = None):
+    """A `dask scheduler` and `workers` single-threaded `dask worker`s on loopback, as a user starts them,
+    each with `env` (default: this process's); yields the scheduler's address once every worker is there."""
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
-    quiet = {**os.environ, "DASK_LOGGING__DISTRIBUTED": "error"}
+    quiet = {**(os.environ if env is None else env), "DASK_LOGGING__DISTRIBUTED": "error"}
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                "--port", str(port), "--no-dashboard"], env=quiet,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    for _ in range(2):
+    for _ in range(workers):
         procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
                                        "1", "--host", "127.0.0.1", "--no-dashboard"], env=quiet,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     try:
-        _wait_for_workers(address, 2)
+        _wait_for_workers(address, workers)
         yield address
     finally:
         for p in reversed(procs):
@@ -61,6 +63,13 @@ def scheduler():
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A `dask scheduler` and two single-threaded `dask worker`s on loopback, as a user starts them."""
+    with dask_cluster(2) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

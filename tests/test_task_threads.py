@@ -10,9 +10,6 @@ machine, and the cores of this one are shared with other work."""
 
 import os
 import resource
-import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -90,33 +87,14 @@ def one_thread_worker():
     """A `dask scheduler` and one `dask worker --nthreads 1` on loopback; a client of them."""
     from distributed import Client
 
-    from test_dask import _free_port
+    from test_dask import dask_cluster
 
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
     # The worker imports this module to run `measured_sweep`, and cachescope from the same place as here.
     tests = os.path.dirname(os.path.abspath(__file__))
     path = os.pathsep.join([tests, os.path.dirname(tests), os.environ.get("PYTHONPATH", "")])
-    quiet = {**os.environ, "DASK_LOGGING__DISTRIBUTED": "error", "PYTHONPATH": path}
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                               "--port", str(port), "--no-dashboard"], env=quiet,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
-                               "--host", "127.0.0.1", "--no-dashboard"], env=quiet,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
+    with dask_cluster(1, env={**os.environ, "PYTHONPATH": path}) as address:
         with Client(address, timeout="30s") as client:
-            client.wait_for_workers(1, timeout=90)
             yield client
-    finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 @pytest.mark.parametrize("fmt", ["keys", "parquet"])
