@@ -97,6 +97,8 @@ struct Sink {
     now: i64,
     /// Counters of sessions already finished.
     resp: RespStats,
+    /// Open connections holding commands: they share `limits.max_pending_bytes_total`.
+    holders: usize,
     /// Closed connections whose waiting commands are still being passed on (`Session::finish_some`), oldest
     /// waiting command first: taken a part at a time, in send order across them.
     closing: BinaryHeap<Closing>,
@@ -148,6 +150,7 @@ impl<R: Read> CaptureParser<R> {
             sink: Sink {
                 limits: config.resp,
                 sessions: HashMap::new(),
+                holders: 0,
                 endpoints: HashMap::new(),
                 closed: Vec::new(),
                 rows: RowBuilder::new(config.anonymize_salt),
@@ -285,6 +288,7 @@ impl Sink {
         let Some(conversation) = self.sessions.remove(&conn) else { return };
         match conversation {
             Conversation::Talking(session) => {
+                self.holders -= session.holds_commands() as usize;
                 let oldest = session.oldest_pending_ts().unwrap_or(i64::MIN);
                 self.closing.push(Closing { oldest, conn, session });
             }
@@ -356,7 +360,14 @@ impl Sink {
             *conversation = Conversation::Talking(Box::new(session));
         }
         if let Conversation::Talking(session) = conversation {
+            let held = session.holds_commands();
+            session.share_pending_bytes(self.limits.pending_share(self.holders + !held as usize));
             f(session, &mut self.rows);
+            match (held, session.holds_commands()) {
+                (false, true) => self.holders += 1,
+                (true, false) => self.holders -= 1,
+                _ => {}
+            }
         }
     }
 

@@ -292,3 +292,42 @@ fn a_batch_of_long_keys_ends_by_its_bytes_not_only_its_rows() {
     let one_command = 40 * (64 << 10);
     assert!(sizes.iter().all(|&(_, key_bytes)| key_bytes <= super::MAX_BATCH_STRING_BYTES + one_command), "{sizes:?}");
 }
+
+#[test]
+fn connections_whose_replies_never_come_share_one_budget() {
+    // A capture of the client side only (a `dst port` filter, a one-way mirror): 64 connections each pipeline
+    // 1 MiB of GETs that are never answered. Each would hold its 4 MiB; together they hold their shared budget.
+    let server: SocketAddr = "10.0.0.2:6379".parse().unwrap();
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, true, false).unwrap();
+    let conns = 64u32;
+    let client = |i: u32| SocketAddr::new([10, 1, 0, i as u8].into(), 40000);
+    for i in 0..conns {
+        let syn = Segment { flags: 0x02, ack: 0, ..Segment::new(client(i), server, 0, b"") };
+        w.packet(T0 + i64::from(i), &synth::ethernet(&syn.ip_packet(), &[])).unwrap();
+    }
+    let segment: Vec<u8> = (0..40).flat_map(|k| format!("*2\r\n$3\r\nGET\r\n$8\r\nkey:{k:04}\r\n").into_bytes()).collect();
+    let rounds = (1 << 20) / segment.len() as u32;
+    for r in 0..rounds {
+        for i in 0..conns {
+            let s = Segment { ack: 1, ..Segment::new(client(i), server, 1 + r * segment.len() as u32, &segment) };
+            let ts = T0 + 1_000 + i64::from(r * conns + i) * 1_000;
+            w.packet(ts, &synth::ethernet(&s.ip_packet(), &[])).unwrap();
+        }
+    }
+    let mut p = CaptureParser::new(Cursor::new(w.into_inner()), "one-way.pcap", &ParseConfig::default()).unwrap();
+    let (mut rows, mut most) = (0, 0);
+    while let Some(b) = p.next_batch(1000).unwrap() {
+        rows += b.len();
+        let open = p.sink.sessions.values().filter_map(|c| match c {
+            super::Conversation::Talking(s) => Some(s.pending_bytes()),
+            super::Conversation::Silent { .. } => None,
+        });
+        // At the end the connections are closed, still holding their commands while they pass them on.
+        let held: usize = open.chain(p.sink.closing.iter().map(|c| c.session.pending_bytes())).sum();
+        most = most.max(held);
+    }
+    assert_eq!(rows, (conns * rounds * 40) as usize, "every GET is a row");
+    let budget = crate::resp::Limits::default().max_pending_bytes_total;
+    assert!(most <= budget + conns as usize * segment.len(), "{most} bytes held at once, budget {budget}");
+    assert!(most >= budget / 2, "{most} bytes held at once: the budget is used");
+}

@@ -76,11 +76,26 @@ pub struct Limits {
     /// Argument bytes (plus 8 per argument) held for waiting commands; beyond it the oldest is emitted with
     /// `Reply::Unknown`.
     pub max_pending_bytes: usize,
+    /// The same, shared by every connection of a capture holding commands: each gets an equal share of it
+    /// (no more than `max_pending_bytes`, no less than `MIN_PENDING_SHARE`), so that a capture of many
+    /// connections whose replies never come (one direction only) holds a bounded whole, not 4 MiB each.
+    pub max_pending_bytes_total: usize,
     /// Elements described per reply (an array's elements, or an EXEC's replies and their elements); a larger
     /// reply is summarized as `Reply::Other`.
     pub max_reply_elements: usize,
     /// Bytes of HGETALL field names kept per reply; a reply with more is summarized as `Reply::Other`.
     pub max_field_bytes: usize,
+}
+
+/// The least share of `max_pending_bytes_total` a connection gets, however many share it (a connection
+/// always keeps its newest command, however large).
+pub const MIN_PENDING_SHARE: usize = 4 << 10;
+
+impl Limits {
+    /// One connection's share of the pending budget when `holders` connections hold commands.
+    pub fn pending_share(&self, holders: usize) -> usize {
+        (self.max_pending_bytes_total / holders.max(1)).clamp(MIN_PENDING_SHARE, self.max_pending_bytes)
+    }
 }
 
 impl Default for Limits {
@@ -94,6 +109,7 @@ impl Default for Limits {
             max_command_bytes: 16 << 20,
             max_pending_commands: 100_000,
             max_pending_bytes: 4 << 20,
+            max_pending_bytes_total: 16 << 20,
             max_reply_elements: 1 << 18,
             max_field_bytes: 4 << 20,
         }

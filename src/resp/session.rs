@@ -750,16 +750,7 @@ impl Session {
     fn bound_queue(&mut self, out: &mut impl FnMut(&Command)) {
         loop {
             let over_count = self.queue.len() > self.limits.max_pending_commands;
-            let over_bytes = match (self.queue.front(), self.queue.back()) {
-                (Some(f), Some(b)) if self.queue.len() > 1 => {
-                    // Each argument counts 8 bytes besides its own: its span is held too, and it becomes a
-                    // row (an MGET's short keys made the rows many times the bytes counted).
-                    let bytes = b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start;
-                    let args = b.cmd.spans_start + b.cmd.argc as u64 - f.cmd.spans_start;
-                    (bytes + 8 * args) as usize > self.limits.max_pending_bytes
-                }
-                _ => false,
-            };
+            let over_bytes = self.queue.len() > 1 && self.pending_bytes() > self.limits.max_pending_bytes;
             if !(over_count || over_bytes) {
                 return;
             }
@@ -826,6 +817,28 @@ impl Session {
         // The queue is in send order: its front is its oldest.
         let queued = self.queue.front().map(|p| p.cmd.ts);
         [queued, self.req.started_at()].into_iter().flatten().min()
+    }
+
+    /// Holds commands (waiting for replies, or for those before them to leave): it has a share of the
+    /// capture's pending budget (`Limits::max_pending_bytes_total`).
+    pub fn holds_commands(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Bytes of the commands held, as the pending budget counts them: each argument counts 8 bytes besides
+    /// its own (its span is held too, and it becomes a row: an MGET's short keys made the rows many times the
+    /// bytes counted).
+    pub fn pending_bytes(&self) -> usize {
+        let (Some(f), Some(b)) = (self.queue.front(), self.queue.back()) else { return 0 };
+        let bytes = b.cmd.bytes_start + b.cmd.bytes_len as u64 - f.cmd.bytes_start;
+        let args = b.cmd.spans_start + b.cmd.argc as u64 - f.cmd.spans_start;
+        (bytes + 8 * args) as usize
+    }
+
+    /// This connection's share of the pending budget from now on (commands beyond it leave, oldest first,
+    /// their replies unknown, when the next command comes).
+    pub fn share_pending_bytes(&mut self, bytes: usize) {
+        self.limits.max_pending_bytes = bytes;
     }
 
     /// Replies the server still owes the commands seen, as far as pairing knows them (none while it is lost).
