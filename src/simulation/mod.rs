@@ -507,4 +507,6 @@ pub struct Timeline {
 }
 
 #[cfg(test)]
+mod sampled_tests;
+#[cfg(test)]
 mod tests;

@@ -248,6 +248,30 @@ mod tests {
     }
 
     #[test]
+    fn a_mapped_file_gives_the_records_and_errors_a_read_one_does() {
+        let dir = std::env::temp_dir().join(format!("cachescope-og-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.oracleGeneral");
+        let mut data: Vec<u8> = (0..10).flat_map(|i| record(i, u64::from(i % 4), i % 3, -1)).collect();
+        data.extend_from_slice(&[9, 9, 9]);
+        std::fs::write(&path, &data).unwrap();
+        let map = Mapped::of(&std::fs::File::open(&path).unwrap()).unwrap().unwrap();
+        let mut mapped = OracleGeneralReader::new(Cursor::new(Vec::new()), "t").lean().mapped(map);
+        let mut read = OracleGeneralReader::new(Cursor::new(data), "t").lean();
+        for want in [4, 4, 4] {
+            let a = read.next_records(want).unwrap().map(<[u8]>::to_vec);
+            assert_eq!(mapped.next_records(want).unwrap().map(<[u8]>::to_vec), a);
+            assert_eq!(mapped.bytes_read(), read.bytes_read());
+            read.counted(1, 0);
+            mapped.counted(1, 0);
+        }
+        let e = mapped.next_records(4).unwrap_err().to_string();
+        assert_eq!(e, read.next_records(4).unwrap_err().to_string());
+        assert_eq!(e, "t: byte 240: oracleGeneral record cut short (3 of 24 bytes)");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_cut_record_and_an_empty_file_are_errors() {
         let mut data = record(1, 2, 3, 4);
         data.extend_from_slice(&[1, 2, 3]);
