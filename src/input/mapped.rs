@@ -16,7 +16,7 @@ pub struct Mapped {
     len: usize,
 }
 
-// SAFETY: the mapping is read-only and private; its bytes are only ever read, from any thread.
+// SAFETY: the mapping is read-only; its bytes are only ever read, from any thread.
 unsafe impl Send for Mapped {}
 unsafe impl Sync for Mapped {}
 
@@ -29,15 +29,15 @@ impl Mapped {
         if !meta.is_file() || len == 0 {
             return Ok(None);
         }
-        // SAFETY: a fresh private read-only mapping of an open file descriptor; checked for failure below.
+        // SAFETY: a fresh read-only mapping of an open file descriptor; checked for failure below.
+        // Shared, as libCacheSim maps its traces, and without MADV_SEQUENTIAL, which cost more system time in
+        // faults than it saved (10^8 records: 0.46-0.61 s against 0.60-0.75 s, same load).
         let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0)
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)
         };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: advice on the mapping just made; failing to take it changes nothing but speed.
-        unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
         Ok(Some(Mapped { ptr, len }))
     }
 
