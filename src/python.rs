@@ -342,15 +342,26 @@ enum ObjectReaderKind {
 #[pymethods]
 impl ObjectReader {
     /// `format`: "oracleGeneral" or "csv" (with `csv_spec`: libCacheSim's column spec or a preset's name);
-    /// `fd`, `head` and `stop` as for `TextReader`.
+    /// `fd`, `head` and `stop` as for `TextReader`. `mapped`: an oracleGeneral file that is a plain regular
+    /// file (not compressed, not a stream) is mapped rather than read, for `Simulation.feed_sampled`.
     #[new]
-    #[pyo3(signature = (path, format, csv_spec=None, fd=None, head=Vec::new(), stop=None))]
+    #[pyo3(signature = (path, format, csv_spec=None, fd=None, head=Vec::new(), stop=None, mapped=false))]
     fn new(path: &str, format: &str, csv_spec: Option<&str>, fd: Option<i32>, head: Vec<u8>,
-           stop: Option<PyRef<'_, StopFlag>>) -> PyResult<Self> {
+           stop: Option<PyRef<'_, StopFlag>>, mapped: bool) -> PyResult<Self> {
         let inner = match format {
             "oracleGeneral" => {
-                let src = open_source(path, fd, head, stop.as_deref())?;
-                ObjectReaderKind::OracleGeneral(trace::oracle_general::OracleGeneralReader::new(src, path).lean())
+                let plain_file = fd.is_none() && head.is_empty() && stop.is_none();
+                let (src, threaded) = open_threaded(path, fd, head, stop.as_deref())?;
+                let mut reader = trace::oracle_general::OracleGeneralReader::new(src, path).lean();
+                if mapped && plain_file && !threaded {
+                    let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+                    let map = crate::input::mapped::Mapped::of(&file)
+                        .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+                    if let Some(map) = map {
+                        reader = reader.mapped(map);
+                    }
+                }
+                ObjectReaderKind::OracleGeneral(reader)
             }
             "csv" => {
                 let spec = trace::csv::CsvSpec::parse(csv_spec.unwrap_or_default()).map_err(value_err)?;
@@ -687,6 +698,32 @@ impl Simulation {
         py.detach(|| inner.feed(&ev)).map_err(value_err)
     }
 
+    /// Whether this simulation reads only a sample of the keys (SHARDS curves beside the estimated bound, and
+    /// nothing else): an oracleGeneral trace can then be fed by `feed_sampled`.
+    #[getter]
+    fn sampled_only(&self) -> bool {
+        self.inner.sampled_below().is_some()
+    }
+
+    /// Reads the next `min_events` records of an oracleGeneral `reader` and feeds them as `feed` would feed its
+    /// `next_batch`, the ids hashed on the simulation's threads and only the sampled lookups passed on
+    /// (`sampled_only` must hold); False at the end of the trace.
+    fn feed_sampled(&mut self, py: Python<'_>, mut reader: PyRefMut<'_, ObjectReader>, min_events: usize)
+                    -> PyResult<bool> {
+        let ObjectReaderKind::OracleGeneral(r) = &mut reader.inner else {
+            return Err(value_err("only an oracleGeneral trace is fed a sample of its records".into()));
+        };
+        let inner = &mut self.inner;
+        py.detach(|| {
+            let Some(records) = r.next_records(min_events).map_err(trace_err)? else {
+                return Ok(false);
+            };
+            let (lookups, zero_size) = inner.feed_sampled_records(records).map_err(value_err)?;
+            r.counted(lookups, zero_size);
+            Ok(true)
+        })
+    }
+
     /// Adds a SHARDS estimate of the LRU curve (see `add_lru_curve` for the units): `samples` disjoint
     /// samples of `rate` of the keys each, and with `max_keys` at most that many keys in each.
     #[pyo3(signature = (capacities, rate, samples, max_keys=None, entry_overhead=None))]
@@ -894,6 +931,12 @@ impl Simulation {
         }
         self.inner.limit_threads(threads);
         Ok(())
+    }
+
+    /// The time of the trace's first lookup (ns), None before it or without a clock.
+    #[getter]
+    fn first_ts(&self) -> Option<i64> {
+        self.inner.first_ts()
     }
 
     #[getter]

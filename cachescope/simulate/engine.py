@@ -165,6 +165,12 @@ def _run(call: dict, plan: Plan, source):
     first_ts = None
     live = _live_stop(source, call["duration"])
     with live, _progress_bar(source, progress and not live.active) as bar, _no_gc_pauses():
+        if _reads_a_sample(source, sim, live.active):
+            # Only the sampled lookups leave the core (TraceSource.feed_sampled): the same simulation.
+            for _ in _saying_how_far(source.feed_sampled(sim), source, sim):
+                _check_windows(sim, source, window)
+                bar.update(source.bytes_read - bar.n)
+            return sim, sim.first_ts, live.reason
         so_far = LiveProgress(source, sim, enabled=progress and live.active)
         for batch in _saying_how_far(source.batches(), source, sim):
             if needs_sizes and "value_sizes" not in batch:
@@ -175,14 +181,25 @@ def _run(call: dict, plan: Plan, source):
                 sim.feed(**batch)
             except ValueError as e:
                 raise TraceFormatError(f"{source.path}: {e}") from None
-            if sim.lookups > window * MAX_WINDOWS:
-                raise UsageError(f"{source.path}: --window {window:,} makes more than {MAX_WINDOWS:,} timeline "
-                                 f"points over this trace ({sim.lookups:,} lookups read so far): give a larger "
-                                 "--window")
+            _check_windows(sim, source, window)
             bar.update(source.bytes_read - bar.n)
             so_far.update()
         so_far.close()
     return sim, first_ts, live.reason
+
+
+def _reads_a_sample(source, sim, live: bool) -> bool:
+    """Whether the core can read this trace for `sim` keeping only the sampled lookups: an oracleGeneral file
+    (not a live input, whose small batches feed a progress line) and a simulation of SHARDS curves beside the
+    estimated bound alone (`sim.sampled_only`)."""
+    return isinstance(source, TraceSource) and source.format == "oracleGeneral" and not live and sim.sampled_only
+
+
+def _check_windows(sim, source, window: int) -> None:
+    if sim.lookups > window * MAX_WINDOWS:
+        raise UsageError(f"{source.path}: --window {window:,} makes more than {MAX_WINDOWS:,} timeline "
+                         f"points over this trace ({sim.lookups:,} lookups read so far): give a larger "
+                         "--window")
 
 
 def _simulation(call: dict, plan: Plan, source):

@@ -213,16 +213,44 @@ class TraceSource(SourceRouting):
                 return
             yield batch
 
-    def _object_batches(self, batch_events: int) -> Iterator[Batch]:
+    def feed_sampled(self, sim, batch_events: int = BATCH_EVENTS) -> Iterator[None]:
+        """An oracleGeneral trace fed to `sim`, a simulation of sampled curves alone (`sim.sampled_only`), in
+        the core: the records of each batch hashed on the simulation's threads and only the sampled lookups
+        passed on (`src/simulation/sampled_scan.rs`); the same simulation as feeding it `batches()`. Yields
+        after each batch of `batch_events` records."""
+        if self.format != "oracleGeneral":
+            raise ValueError(f"only an oracleGeneral trace is fed a sample of its records, not {self.format}")
+        return self._closing(self._sampled_feed(sim, batch_events))
+
+    def _sampled_feed(self, sim, batch_events: int) -> Iterator[None]:
+        # A plain file is scanned where the page cache holds it, not copied out first (src/input/mapped.rs).
+        reader = self._object_reader(mapped=True)
+        while True:
+            try:
+                more = sim.feed_sampled(reader, batch_events)
+            except _native.NativeTraceError as e:
+                raise TraceFormatError(f"{e} (read as {self.format}; --format overrides)") from None
+            self._bytes_read = reader.bytes_read
+            for k, v in reader.stats().items():
+                setattr(self.info, k, v)
+            if not more:
+                return
+            yield
+
+    def _object_reader(self, mapped: bool = False):
         if self.key_pattern is not None or self.want_clients:
             raise UsageError(f"{self.path}: an object trace has object ids, not Redis keys and clients: the "
                              "key-pattern and client routes need a Redis trace")
         try:
-            reader = _native.ObjectReader(self.path, self.format, self.csv_spec, **self._native_args())
+            return _native.ObjectReader(self.path, self.format, self.csv_spec, **self._native_args(),
+                                        **({"mapped": True} if mapped else {}))
         except ValueError as e:
             raise UsageError(f"{self.path}: {e}") from None
         except OSError as e:
             raise TraceFormatError(str(e)) from None
+
+    def _object_batches(self, batch_events: int) -> Iterator[Batch]:
+        reader = self._object_reader()
         for batch in self._native_batches(reader, batch_events):
             # oracleGeneral's batches come without ops (every record a read of its own: the native reader's
             # lean batches); a CSV's say which requests are reads.

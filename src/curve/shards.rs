@@ -99,6 +99,12 @@ impl Shards {
         self.router.as_ref().map(|r| (self.pods.max(stacks), r.route.name()))
     }
 
+    /// The keys this curve reads: those whose place (`Slices::value`) is below the returned bound; None for a
+    /// fleet's, whose routing counts every read (round-robin).
+    pub fn sampled_below(&self) -> Option<u64> {
+        self.router.is_none().then_some(self.slices.width * self.slices.count as u64)
+    }
+
     pub fn process(&mut self, ev: &Events, members: &Membership, opts: &Options, first_ts: Option<i64>) {
         let mut last_restart = self.last_restart;
         walk(self, &mut last_restart, ev, members, opts, first_ts);

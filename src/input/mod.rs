@@ -12,6 +12,7 @@
 
 mod compression;
 mod decode;
+pub mod mapped;
 pub mod stop;
 
 pub use compression::Compression;

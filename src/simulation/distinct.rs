@@ -58,16 +58,45 @@ impl DistinctReads {
 
     #[inline]
     fn insert(&mut self, key: u64) {
-        // The trace's key hashes are not uniform in every bit (`crate::hash`): mixed first.
-        let h = mix64(key ^ 0x9e37_79b9_7f4a_7c15);
-        let index = (h >> Q) as usize;
-        let rank = ((h << P) | (1 << (P - 1))).leading_zeros() as u8 + 1;
+        let (index, rank) = register_of(key);
+        self.raise(index, rank);
+    }
+
+    #[inline]
+    fn raise(&mut self, index: usize, rank: u8) {
         let old = self.registers[index];
         if rank > old {
             self.registers[index] = rank;
             self.histogram[old as usize] -= 1;
             self.histogram[rank as usize] += 1;
         }
+    }
+
+    /// The registers as they stand: a scan that reads keys apart (`super::sampled_scan`) starts from them, so
+    /// that it hands on only the raises they do not already hold.
+    pub fn registers(&self) -> &[u8] {
+        &self.registers
+    }
+
+    /// `reads` more reads, given by the raises they make (`Raise`, in trace order, each at its read's place
+    /// among them): the same registers and window estimates as feeding every read's key. A read that raises no
+    /// register changes nothing but the count, so only the raises need to reach here.
+    pub fn feed_raises(&mut self, raises: &[Raise], reads: u64) {
+        // The estimate after the read at place `p` (0-based, this stretch) closes a window when
+        // `self.reads + p + 1` is a multiple of the window: the raises up to that read first.
+        let mut next_end = self.window - self.reads % self.window - 1;
+        for r in raises {
+            while next_end < r.at {
+                self.window_estimates.push(self.estimate());
+                next_end += self.window;
+            }
+            self.raise(r.register as usize, r.rank);
+        }
+        while next_end < reads {
+            self.window_estimates.push(self.estimate());
+            next_end += self.window;
+        }
+        self.reads += reads;
     }
 
     /// The estimated number of distinct keys read so far.
@@ -89,6 +118,25 @@ impl DistinctReads {
     pub fn window_estimates(&self) -> &[f64] {
         &self.window_estimates
     }
+}
+
+/// A read that raised a register of the sketch: its place among the reads of a stretch, the register and
+/// its new value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Raise {
+    pub at: u64,
+    pub register: u32,
+    pub rank: u8,
+}
+
+/// The register a key falls in and the value it offers it.
+#[inline]
+pub fn register_of(key: u64) -> (usize, u8) {
+    // The trace's key hashes are not uniform in every bit (`crate::hash`): mixed first.
+    let h = mix64(key ^ 0x9e37_79b9_7f4a_7c15);
+    let index = (h >> Q) as usize;
+    let rank = ((h << P) | (1 << (P - 1))).leading_zeros() as u8 + 1;
+    (index, rank)
 }
 
 fn sigma(mut x: f64) -> f64 {

@@ -16,6 +16,7 @@ use crate::threads::{self, Job};
 use crate::trace::reader::OP_READ;
 
 mod distinct;
+mod sampled_scan;
 mod served;
 pub use distinct::DistinctReads;
 pub use served::{ServedCounts, ServedSample};
@@ -355,6 +356,61 @@ impl Simulation {
         Ok(())
     }
 
+    /// Whether this simulation reads only a sample of the keys (`feed_sampled_records` applies): SHARDS curves
+    /// of single caches beside the estimated bound, nothing that reads every lookup (runs, fleets, the exact
+    /// curve, miniature simulations, the sample of entities), no option that acts on time or fields. Then
+    /// keys whose place (`Slices::value`) is at or above the returned bound are read by none of it but the
+    /// sketch and the timeline.
+    pub fn sampled_below(&self) -> Option<u64> {
+        let only_samples = self.runs.is_empty() && self.fleets.is_empty() && self.served.is_none()
+            && self.distinct.is_some() && self.opts.is_plain() && self.opts.writes == WriteMode::Ignore
+            && !self.curves.is_empty();
+        if !only_samples {
+            return None;
+        }
+        self.curves.iter().try_fold(0, |below, c| match c {
+            Curve::Shards(s) => s.sampled_below().map(|b| b.max(below)),
+            _ => None,
+        })
+    }
+
+    /// Feeds the lookups of `records` (whole oracleGeneral records, `OracleGeneralReader::next_records`) as
+    /// `feed` would feed them as a lean batch's events, when `sampled_below` allows: the ids hashed on this
+    /// simulation's threads, only the sampled lookups passed to the curves (`sampled_scan`). Returns the
+    /// lookups and the records of size 0 left out.
+    pub fn feed_sampled_records(&mut self, records: &[u8]) -> Result<(u64, u64), String> {
+        let Some(sampled_below) = self.sampled_below() else {
+            return Err("only sampled curves beside an estimated bound can be fed a sample of the records".into());
+        };
+        let distinct = self.distinct.as_mut().expect("sampled_below asks for the sketch");
+        let plan = sampled_scan::ScanPlan {
+            sampled_below,
+            window: self.opts.window,
+            lookups_before: self.lookups,
+            registers: distinct.registers(),
+            threads: self.threads,
+        };
+        let s = sampled_scan::scan(records, &plan);
+        if s.lookups == 0 {
+            return Ok((0, s.zero_size));
+        }
+        if self.has_clock == Some(false) {
+            return Err("some batches have timestamps and some do not".into());
+        }
+        self.has_clock = Some(true);
+        self.first_ts = self.first_ts.or(s.first_ts);
+        distinct.feed_raises(&s.raises, s.lookups);
+        self.window_ts.extend_from_slice(&s.window_ts);
+        self.lookups += s.lookups;
+        self.last_ts = s.last_ts;
+        let ev = Events { keys: &s.keys, ts_ns: Some(&s.ts_ns), value_sizes: Some(&s.value_sizes), ..Events::default() };
+        let (members, opts, first_ts) = (&self.members, &self.opts, self.first_ts);
+        for curve in &mut self.curves {
+            curve.process(&ev, members, opts, first_ts);
+        }
+        Ok((s.lookups, s.zero_size))
+    }
+
     /// Gives each fleet added since the last batch a routing: one of those made for the fleets added with it
     /// that routes alike, else its own. A routing that has fed a batch takes no new fleet: it is past the
     /// stream's start.
@@ -450,5 +506,7 @@ pub struct Timeline {
     pub hits: Vec<Vec<u64>>,
 }
 
+#[cfg(test)]
+mod sampled_tests;
 #[cfg(test)]
 mod tests;

@@ -6,11 +6,12 @@
 use std::io::{self, Read};
 
 use super::objects::{numeric_keys_in_place, ObjectBatch, ObjectStats};
+use crate::input::mapped::Mapped;
 use super::reader::OP_READ;
 use crate::error::TraceError;
 
 pub const RECORD: usize = 24;
-const NS: i64 = 1_000_000_000;
+pub const NS: i64 = 1_000_000_000;
 
 pub struct OracleGeneralReader<R> {
     src: R,
@@ -22,11 +23,13 @@ pub struct OracleGeneralReader<R> {
     cut: Option<TraceError>,
     /// Only the columns a simulation reads of an oracleGeneral trace (`lean`).
     lean: bool,
+    /// The file mapped, for `next_records` (`mapped`).
+    map: Option<Mapped>,
 }
 
 impl<R: Read> OracleGeneralReader<R> {
     pub fn new(src: R, path: &str) -> Self {
-        OracleGeneralReader { src, path: path.to_string(), offset: 0, stats: ObjectStats::default(), buf: Vec::new(), cut: None, lean: false }
+        OracleGeneralReader { src, path: path.to_string(), offset: 0, stats: ObjectStats::default(), buf: Vec::new(), cut: None, lean: false, map: None }
     }
 
     /// Batches of keys, times and sizes only: every record is a read and a request of its own, and the
@@ -35,6 +38,12 @@ impl<R: Read> OracleGeneralReader<R> {
     /// sampled curve's time.
     pub fn lean(mut self) -> Self {
         self.lean = true;
+        self
+    }
+
+    /// `next_records` hands out slices of `map` (the whole file `src` reads, mapped) instead of reading.
+    pub fn mapped(mut self, map: Mapped) -> Self {
+        self.map = Some(map);
         self
     }
 
@@ -49,30 +58,13 @@ impl<R: Read> OracleGeneralReader<R> {
     /// At least `min_events` requests unless the trace ends; None at the end. An empty trace, and a last
     /// record cut short, are errors naming the byte.
     pub fn next_batch(&mut self, min_events: usize) -> Result<Option<ObjectBatch>, TraceError> {
-        if let Some(e) = self.cut.take() {
-            return Err(e);
-        }
-        let want = min_events.max(1) * RECORD;
-        self.buf.resize(want, 0);
-        let got = read_full(&mut self.src, &mut self.buf)
-            .map_err(|e| TraceError::whole(&self.path, format!("byte {}: read failed: {e}", self.offset)))?;
-        if got % RECORD != 0 {
-            let at = self.offset + (got - got % RECORD) as u64;
-            let e = TraceError::whole(
-                &self.path,
-                format!("byte {at}: oracleGeneral record cut short ({} of {RECORD} bytes)", got % RECORD),
-            );
-            if got < RECORD {
-                return Err(e);
-            }
-            self.cut = Some(e);
-        }
-        let got = got - got % RECORD;
-        if got == 0 {
-            if self.stats.requests == 0 {
-                return Err(TraceError::whole(&self.path, "empty trace: no requests"));
-            }
+        let from = self.offset as usize;
+        let Some(got) = self.fill(min_events)? else {
             return Ok(None);
+        };
+        if let Some(map) = &self.map {
+            self.buf.clear();
+            self.buf.extend_from_slice(&map.bytes()[from..from + got]);
         }
         if self.lean {
             return Ok(Some(self.lean_batch(got)));
@@ -100,9 +92,68 @@ impl<R: Read> OracleGeneralReader<R> {
         self.offset += got as u64;
         Ok(Some(b))
     }
+
+    /// The next `min_events` whole records (fewer at the end) as bytes, the offset moved past them, for a
+    /// caller that decodes them itself (`crate::simulation::sampled_scan`) and then says what it found
+    /// (`counted`); None at the end. The same errors as `next_batch`.
+    pub fn next_records(&mut self, min_events: usize) -> Result<Option<&[u8]>, TraceError> {
+        let from = self.offset as usize;
+        let Some(got) = self.fill(min_events)? else {
+            return Ok(None);
+        };
+        self.offset += got as u64;
+        Ok(Some(match &self.map {
+            Some(map) => &map.bytes()[from..from + got],
+            None => &self.buf[..got],
+        }))
+    }
+
+    /// Reads up to `min_events` records into `buf` (or finds them in the mapping): the bytes of the whole
+    /// ones, None at the end.
+    fn fill(&mut self, min_events: usize) -> Result<Option<usize>, TraceError> {
+        if let Some(e) = self.cut.take() {
+            return Err(e);
+        }
+        let want = min_events.max(1) * RECORD;
+        let got = match &self.map {
+            Some(map) => want.min(map.bytes().len() - self.offset as usize),
+            None => {
+                self.buf.resize(want, 0);
+                read_full(&mut self.src, &mut self.buf)
+                    .map_err(|e| TraceError::whole(&self.path, format!("byte {}: read failed: {e}", self.offset)))?
+            }
+        };
+        if got % RECORD != 0 {
+            let at = self.offset + (got - got % RECORD) as u64;
+            let e = TraceError::whole(
+                &self.path,
+                format!("byte {at}: oracleGeneral record cut short ({} of {RECORD} bytes)", got % RECORD),
+            );
+            if got < RECORD {
+                return Err(e);
+            }
+            self.cut = Some(e);
+        }
+        let got = got - got % RECORD;
+        if got == 0 {
+            if self.stats.requests == 0 {
+                return Err(TraceError::whole(&self.path, "empty trace: no requests"));
+            }
+            return Ok(None);
+        }
+        Ok(Some(got))
+    }
 }
 
 impl<R> OracleGeneralReader<R> {
+    /// Records decoded by the caller (`next_records`): `lookups` requests, each a read of its own, and
+    /// `zero_size` left out.
+    pub fn counted(&mut self, lookups: u64, zero_size: u64) {
+        self.stats.requests += lookups;
+        self.stats.lookups += lookups;
+        self.stats.zero_size += zero_size;
+    }
+
     /// The first `got` bytes of `buf` as a lean batch (`lean`): keys hashed as the records are decoded.
     fn lean_batch(&mut self, got: usize) -> ObjectBatch {
         let records = got / RECORD;
@@ -194,6 +245,30 @@ mod tests {
         let (f, l) = (full.stats(), lean.stats());
         assert_eq!((l.requests, l.lookups, l.zero_size), (f.requests, f.lookups, f.zero_size));
         assert_eq!(l.zero_size, 3, "sizes 0 of records 0, 4 and 8 left out");
+    }
+
+    #[test]
+    fn a_mapped_file_gives_the_records_and_errors_a_read_one_does() {
+        let dir = std::env::temp_dir().join(format!("cachescope-og-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.oracleGeneral");
+        let mut data: Vec<u8> = (0..10).flat_map(|i| record(i, u64::from(i % 4), i % 3, -1)).collect();
+        data.extend_from_slice(&[9, 9, 9]);
+        std::fs::write(&path, &data).unwrap();
+        let map = Mapped::of(&std::fs::File::open(&path).unwrap()).unwrap().unwrap();
+        let mut mapped = OracleGeneralReader::new(Cursor::new(Vec::new()), "t").lean().mapped(map);
+        let mut read = OracleGeneralReader::new(Cursor::new(data), "t").lean();
+        for want in [4, 4, 4] {
+            let a = read.next_records(want).unwrap().map(<[u8]>::to_vec);
+            assert_eq!(mapped.next_records(want).unwrap().map(<[u8]>::to_vec), a);
+            assert_eq!(mapped.bytes_read(), read.bytes_read());
+            read.counted(1, 0);
+            mapped.counted(1, 0);
+        }
+        let e = mapped.next_records(4).unwrap_err().to_string();
+        assert_eq!(e, read.next_records(4).unwrap_err().to_string());
+        assert_eq!(e, "t: byte 240: oracleGeneral record cut short (3 of 24 bytes)");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
