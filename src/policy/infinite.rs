@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Policy, Registered, Spec};
-use crate::hash::KeySet;
+use super::key_set::KeySet;
 
 #[derive(Default)]
 pub struct Infinite {
@@ -28,11 +28,15 @@ impl Policy for Infinite {
     fn access(&mut self, key: u64, _size: u32) -> bool {
         !self.seen.insert(key)
     }
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        self.seen.prefetch(key);
+    }
     fn remove(&mut self, key: u64) -> bool {
-        self.seen.remove(&key)
+        self.seen.remove(key)
     }
     fn contains(&self, key: u64) -> bool {
-        self.seen.contains(&key)
+        self.seen.contains(key)
     }
 
     fn len(&self) -> usize {

@@ -7,6 +7,7 @@
 
 #[macro_use]
 mod registry;
+mod key_set;
 mod queues;
 mod ring;
 pub mod sketch;
@@ -22,6 +23,10 @@ pub trait Policy: Send {
     fn remove(&mut self, key: u64) -> bool;
     /// Whether `key` is resident, leaving the policy as it was (no hit recorded).
     fn contains(&self, key: u64) -> bool;
+    /// Starts loading what `access(key)` will touch, a few lookups ahead of it (the loops call it): a hint
+    /// for policies whose tables outgrow the processor's caches; by default nothing.
+    #[inline]
+    fn prefetch(&self, _key: u64) {}
     /// Number of resident entries.
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
