@@ -18,8 +18,9 @@
 //!
 //! A loss of client bytes starts one too: the commands it took each have one reply, of a shape nobody knows,
 //! before those of the commands read after it. How many there were is not known, only the bytes lost: no
-//! command with a reply takes fewer than `MIN_COMMAND_BYTES` (an inline `x\n`), so the offsets go down to
-//! minus that many per byte lost (`lost_bound`). An offset that deep is only tested once as many replies have
+//! command with a reply takes fewer than `MIN_COMMAND_BYTES` (an inline `x\n`), or `MIN_ARRAY_COMMAND_BYTES`
+//! on a connection that has sent RESP arrays only, so the offsets go down to minus one per that many bytes
+//! lost (`lost_bound`). An offset that deep is only tested once as many replies have
 //! come, so such a realignment confirms later; until then nothing is used. A second loss of client bytes cuts
 //! the commands held from those read after it: they come out unknown, and a new realignment starts whose
 //! offsets cover every reply still owed to them (`remaining`) besides those of the commands lost again.
@@ -40,11 +41,15 @@ pub(crate) const MAX_OFFSETS: usize = 8192;
 /// The fewest bytes a command the server answers can take: an inline command of one letter and its newline
 /// (an empty line gets no reply).
 pub(crate) const MIN_COMMAND_BYTES: u64 = 2;
+/// The same for a RESP array, `*1\r\n$1\r\nx\r\n`: on a connection that has sent only RESP arrays (client
+/// libraries send nothing else; inline commands are typed by hand), the lost bytes are taken to hold them
+/// only. A connection that has sent an inline line is allowed the inline bound.
+pub(crate) const MIN_ARRAY_COMMAND_BYTES: u64 = 11;
 
 /// Replies at most owed to the commands `bytes` lost client bytes held, besides one cut at each end (the
 /// server read those whole).
-pub(crate) fn lost_bound(bytes: u64) -> u64 {
-    bytes / MIN_COMMAND_BYTES + 2
+pub(crate) fn lost_bound(bytes: u64, inline_seen: bool) -> u64 {
+    bytes / if inline_seen { MIN_COMMAND_BYTES } else { MIN_ARRAY_COMMAND_BYTES } + 2
 }
 
 /// A command waiting for the offset: its session id and what its reply must be like.

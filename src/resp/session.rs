@@ -195,6 +195,8 @@ pub struct Session {
     no_realign: bool,
     /// Client bytes lost or skipped since the last realignment began (they may have held commands).
     lost_request_bytes: u64,
+    /// The client has sent an inline line: lost bytes may have held inline commands (`realign::lost_bound`).
+    inline_seen: bool,
     next_id: u64,
 }
 
@@ -251,6 +253,7 @@ impl Session {
             realign: None,
             no_realign: false,
             lost_request_bytes: 0,
+            inline_seen: false,
             next_id: 0,
         }
     }
@@ -449,7 +452,7 @@ impl Session {
         } else if certain && !self.no_realign {
             // The replies still owed to the commands sent before the loss are paired first (`Draining`); the
             // realignment sees the replies after them.
-            let unseen = realign::lost_bound(std::mem::take(&mut self.lost_request_bytes));
+            let unseen = realign::lost_bound(std::mem::take(&mut self.lost_request_bytes), self.inline_seen);
             self.realign = Some(Box::new(Realign::new(unseen)));
         }
         self.drain_check(out);
@@ -465,7 +468,7 @@ impl Session {
             return;
         };
         self.give_up_realign(out);
-        let unseen = owed.saturating_add(realign::lost_bound(std::mem::take(&mut self.lost_request_bytes)));
+        let unseen = owed.saturating_add(realign::lost_bound(std::mem::take(&mut self.lost_request_bytes), self.inline_seen));
         self.realign = Some(Box::new(Realign::new(unseen)));
     }
 
@@ -610,6 +613,7 @@ impl Session {
     }
 
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
+        self.inline_seen |= cmd.inline || cmd.refused;
         let paired = self.pairing == Pairing::Synced;
         let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
         let id = self.next_id;
