@@ -195,6 +195,9 @@ pub struct Session {
     no_realign: bool,
     /// Client bytes lost or skipped since the last realignment began (they may have held commands).
     lost_request_bytes: u64,
+    /// A reply answered no command while pairing was certain, and no command has been read since: the
+    /// client bytes it answers may be in a hole the reassembler has not reported yet (`commands_lost`).
+    orphaned: bool,
     /// The client has sent an inline line: lost bytes may have held inline commands (`realign::lost_bound`).
     inline_seen: bool,
     next_id: u64,
@@ -254,6 +257,7 @@ impl Session {
             no_realign: false,
             lost_request_bytes: 0,
             inline_seen: false,
+            orphaned: false,
             next_id: 0,
         }
     }
@@ -443,7 +447,9 @@ impl Session {
         // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
-        let certain = self.pairing != Pairing::Unsynced;
+        // Pairing was certain but for replies that answered no command with the client silent since: they
+        // answer commands lost in this very loss, which the realignment's offsets allow for.
+        let certain = self.pairing != Pairing::Unsynced || std::mem::take(&mut self.orphaned);
         if self.pairing == Pairing::Synced {
             self.pairing = Pairing::Draining(self.skip + self.waiting as u64);
         }
@@ -614,6 +620,7 @@ impl Session {
 
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
         self.inline_seen |= cmd.inline || cmd.refused;
+        self.orphaned = false;
         let paired = self.pairing == Pairing::Synced;
         let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
         let id = self.next_id;
@@ -1033,7 +1040,10 @@ impl Session {
             return;
         }
         let Some(&p) = self.queue.get(self.cursor) else {
-            // A reply with no command waiting: something was lost that nobody reported.
+            // A reply with no command waiting: something was lost that nobody reported, yet. When it is the
+            // client's bytes, the reassembler reports the hole with the next bytes after it, which the
+            // replies to the commands lost in it can come before.
+            self.orphaned = self.pairing == Pairing::Synced;
             self.contradiction(out);
             return;
         };

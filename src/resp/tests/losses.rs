@@ -404,3 +404,26 @@ fn a_second_request_loss_cuts_the_realignment_and_pairing_still_resumes() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// The reassembler reports a hole in the client's bytes with the next bytes after it: the replies to the
+/// commands lost in it can come first, answering no command seen. Once the hole is reported, the commands
+/// read after it are realigned as after any loss of client bytes (before, the replies that came first
+/// stopped pairing for good).
+#[test]
+fn replies_to_lost_commands_before_the_hole_is_reported_do_not_stop_pairing() {
+    let ops: Vec<_> = (0..200).map(telling).collect();
+    let bytes = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.0.clone()).collect() };
+    let replies = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.1.clone()).collect() };
+    let mut r = Run::new();
+    r.req(10, &bytes(0, 5));
+    r.rep(12, &replies(0, 9));
+    r.gap(Direction::Request, 13, bytes(5, 9).len() as u64);
+    r.req(13, &bytes(9, 200));
+    r.rep(20, &replies(9, 200));
+    r.finish();
+    let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    let want: Vec<Owned> = ops[..5].iter().chain(&ops[9..]).map(|o| o.2.clone()).collect();
+    assert_eq!(got, want);
+    let st = r.session.stats();
+    assert_eq!((st.contradictions, st.unpaired_replies, st.realigned_replies), (1, 4, 191));
+}
