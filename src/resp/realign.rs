@@ -20,7 +20,7 @@
 //! before those of the commands read after it. How many there were is not known, only the bytes lost: no
 //! command with a reply takes fewer than `MIN_COMMAND_BYTES` (an inline `x\n`), or `MIN_ARRAY_COMMAND_BYTES`
 //! on a connection that has sent RESP arrays only, so the offsets go down to minus one per that many bytes
-//! lost (`lost_bound`). An offset that deep is only tested once as many replies have
+//! lost; of the bytes seen but skipped, only the RESP array starts count then (`LostRequests`). An offset that deep is only tested once as many replies have
 //! come, so such a realignment confirms later; until then nothing is used. A second loss of client bytes cuts
 //! the commands held from those read after it: they come out unknown, and a new realignment starts whose
 //! offsets cover every reply still owed to them (`remaining`) besides those of the commands lost again.
@@ -46,10 +46,28 @@ pub(crate) const MIN_COMMAND_BYTES: u64 = 2;
 /// only. A connection that has sent an inline line is allowed the inline bound.
 pub(crate) const MIN_ARRAY_COMMAND_BYTES: u64 = 11;
 
-/// Replies at most owed to the commands `bytes` lost client bytes held, besides one cut at each end (the
-/// server read those whole).
-pub(crate) fn lost_bound(bytes: u64, inline_seen: bool) -> u64 {
-    bytes / if inline_seen { MIN_COMMAND_BYTES } else { MIN_ARRAY_COMMAND_BYTES } + 2
+/// Client bytes lost or skipped since a realignment began: what commands they may have held.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LostRequests {
+    /// Bytes lost in gaps: nobody saw them.
+    pub gap_bytes: u64,
+    /// Bytes seen but skipped while searching for a command start, and the RESP array starts among them
+    /// that the server may have answered (`resync::scan`).
+    pub skipped_bytes: u64,
+    pub skipped_commands: u64,
+}
+
+impl LostRequests {
+    /// Replies at most owed to the commands these bytes held, besides one cut at each end (the server read
+    /// those whole).
+    pub fn bound(&self, inline_seen: bool) -> u64 {
+        let held = if inline_seen {
+            (self.gap_bytes + self.skipped_bytes) / MIN_COMMAND_BYTES
+        } else {
+            self.gap_bytes / MIN_ARRAY_COMMAND_BYTES + self.skipped_commands
+        };
+        held.saturating_add(2)
+    }
 }
 
 /// A command waiting for the offset: its session id and what its reply must be like.

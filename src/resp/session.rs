@@ -14,9 +14,10 @@
 //! whose length its header gave lose that argument only (the command comes out with it elided) and pairing
 //! goes on. Any other request-side loss (a gap elsewhere, invalid bytes) loses an unknown number of commands,
 //! each with a reply of its own that comes after those of the commands already waiting: these are still
-//! paired (`Draining`), later ones are not, to the end of the connection, since no later moment tells how many
-//! replies the lost commands had (a client that pipelines across a quiet moment would be paired one reply
-//! off, an HGETALL given another command's values as field names).
+//! paired (`Draining`); no later moment tells how many replies the lost commands had (a client that
+//! pipelines across a quiet moment would be paired one reply off at a turn, an HGETALL given another
+//! command's values as field names), so the later commands are held for a realignment (`realign`) whose
+//! offsets allow for as many as the lost bytes could hold.
 //!
 //! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
 //! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before
@@ -194,7 +195,7 @@ pub struct Session {
     /// so none is tried on it.
     no_realign: bool,
     /// Client bytes lost or skipped since the last realignment began (they may have held commands).
-    lost_request_bytes: u64,
+    lost_requests: realign::LostRequests,
     /// A reply answered no command while pairing was certain, and no command has been read since: the
     /// client bytes it answers may be in a hole the reassembler has not reported yet (`commands_lost`).
     orphaned: bool,
@@ -255,7 +256,7 @@ impl Session {
             finishing: false,
             realign: None,
             no_realign: false,
-            lost_request_bytes: 0,
+            lost_requests: realign::LostRequests::default(),
             inline_seen: false,
             orphaned: false,
             next_id: 0,
@@ -317,7 +318,7 @@ impl Session {
                 self.events = events;
                 if !confined {
                     self.prev_end = self.prev_end.max(ts_ns);
-                    self.lost_request_bytes += missing;
+                    self.lost_requests.gap_bytes += missing;
                     self.commands_lost(out);
                 }
             }
@@ -398,14 +399,15 @@ impl Session {
     fn on_request(&mut self, ts: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
-        let skipped = self.req.counts.skipped;
+        let (skipped, skipped_commands) = (self.req.counts.skipped, self.req.counts.skipped_commands);
         self.req.advance(data, ts, self.reply_bytes, &mut self.args, &mut events);
         if self.req.counts.skipped > skipped {
             // Skipped bytes may have held commands: a turn needs a reply after them. They follow a loss (a
             // gap, invalid bytes, a dropped command) and come before the commands read after it, but maybe
             // after commands a realignment holds: it starts afresh (`cut_realign`).
             self.prev_end = self.prev_end.max(ts);
-            self.lost_request_bytes += self.req.counts.skipped - skipped;
+            self.lost_requests.skipped_bytes += self.req.counts.skipped - skipped;
+            self.lost_requests.skipped_commands += self.req.counts.skipped_commands - skipped_commands;
             if self.realign.is_some() {
                 self.cut_realign(out);
             }
@@ -458,7 +460,7 @@ impl Session {
         } else if certain && !self.no_realign {
             // The replies still owed to the commands sent before the loss are paired first (`Draining`); the
             // realignment sees the replies after them.
-            let unseen = realign::lost_bound(std::mem::take(&mut self.lost_request_bytes), self.inline_seen);
+            let unseen = std::mem::take(&mut self.lost_requests).bound(self.inline_seen);
             self.realign = Some(Box::new(Realign::new(unseen)));
         }
         self.drain_check(out);
@@ -474,7 +476,7 @@ impl Session {
             return;
         };
         self.give_up_realign(out);
-        let unseen = owed.saturating_add(realign::lost_bound(std::mem::take(&mut self.lost_request_bytes), self.inline_seen));
+        let unseen = owed.saturating_add(std::mem::take(&mut self.lost_requests).bound(self.inline_seen));
         self.realign = Some(Box::new(Realign::new(unseen)));
     }
 
@@ -493,7 +495,7 @@ impl Session {
                 self.release_reply(f.reply);
             }
         } else if self.pairing == Pairing::Synced && !self.no_realign {
-            self.lost_request_bytes = 0;
+            self.lost_requests = realign::LostRequests::default();
             let mut r = Realign::new(self.skip);
             for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
                 p.wait = Wait::Align;
@@ -603,7 +605,7 @@ impl Session {
         }
         self.pairing = Pairing::Synced;
         self.request_lost = false;
-        self.lost_request_bytes = 0;
+        self.lost_requests = realign::LostRequests::default();
         self.owed.clear();
         self.stats.pairing_resyncs += 1;
         self.cursor = 0;
