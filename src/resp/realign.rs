@@ -14,9 +14,16 @@
 //!
 //! The offsets tried are every one the loss allows: from 0 up to as many commands held as had ended when the
 //! first reply began (a reply answers a command already sent), and down to minus the replies still owed to
-//! commands not held (evicted from a full queue). A loss of client bytes ends a realignment: the commands it
-//! took have replies among those held, as many as the lost bytes could hold, and a wrong offset can then fit
-//! (the property tests found one), so none is tried after such a loss.
+//! commands not held (evicted from a full queue, or lost with the client's bytes).
+//!
+//! A loss of client bytes starts one too: the commands it took each have one reply, of a shape nobody knows,
+//! before those of the commands read after it. How many there were is not known, only the bytes lost: no
+//! command with a reply takes fewer than `MIN_COMMAND_BYTES` (an inline `x\n`), or `MIN_ARRAY_COMMAND_BYTES`
+//! on a connection that has sent RESP arrays only, so the offsets go down to minus one per that many bytes
+//! lost; of the bytes seen but skipped, only the RESP array starts count then (`LostRequests`). An offset that deep is only tested once as many replies have
+//! come, so such a realignment confirms later; until then nothing is used. A second loss of client bytes cuts
+//! the commands held from those read after it: they come out unknown, and a new realignment starts whose
+//! offsets cover every reply still owed to them (`remaining`) besides those of the commands lost again.
 
 use std::collections::VecDeque;
 
@@ -31,6 +38,38 @@ pub(crate) const CONFIRM_RUN: usize = 8;
 pub(crate) const MAX_HELD: usize = 4096;
 /// Offsets tried at most; a loss that allows more ends the realignment (the commands stay unknown).
 pub(crate) const MAX_OFFSETS: usize = 8192;
+/// The fewest bytes a command the server answers can take: an inline command of one letter and its newline
+/// (an empty line gets no reply).
+pub(crate) const MIN_COMMAND_BYTES: u64 = 2;
+/// The same for a RESP array, `*1\r\n$1\r\nx\r\n`: on a connection that has sent only RESP arrays (client
+/// libraries send nothing else; inline commands are typed by hand), the lost bytes are taken to hold them
+/// only. A connection that has sent an inline line is allowed the inline bound.
+pub(crate) const MIN_ARRAY_COMMAND_BYTES: u64 = 11;
+
+/// Client bytes lost or skipped since a realignment began: what commands they may have held.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LostRequests {
+    /// Bytes lost in gaps: nobody saw them.
+    pub gap_bytes: u64,
+    /// Bytes seen but skipped while searching for a command start, and the RESP array starts among them
+    /// that the server may have answered (`resync::scan`).
+    pub skipped_bytes: u64,
+    pub skipped_commands: u64,
+}
+
+impl LostRequests {
+    /// Replies at most owed to the commands these bytes held, besides one cut at each end (the server read
+    /// those whole).
+    pub fn bound(&self, inline_seen: bool) -> u64 {
+        let held = if inline_seen {
+            (self.gap_bytes + self.skipped_bytes) / MIN_COMMAND_BYTES
+        } else {
+            self.gap_bytes / MIN_ARRAY_COMMAND_BYTES + self.skipped_commands
+        };
+        held.saturating_add(2)
+    }
+}
+
 /// A command waiting for the offset: its session id and what its reply must be like.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Held {
@@ -89,9 +128,42 @@ impl Realign {
     /// Replies are lost again: the offset changes by an unknown amount. The replies held are dropped (the
     /// caller counts them) and the offsets are tried afresh from the next reply.
     pub fn replies_lost(&mut self) -> VecDeque<Frame> {
+        if self.started() {
+            // Replies seen so far answered some of those owed to commands not held: at most what the deepest
+            // offset still possible leaves of them is owed now.
+            self.unseen = self.unseen.min(self.owed_before(self.deepest()));
+        }
         self.alive.clear();
         self.left = 0;
         std::mem::take(&mut self.frames)
+    }
+
+    /// The lowest offset still possible (`lo` when none is: the caller gives up then anyway).
+    fn deepest(&self) -> i64 {
+        self.lo + self.alive.iter().position(|&a| a).unwrap_or(0) as i64
+    }
+
+    /// Replies still owed, under offset `s`, to commands before those held.
+    fn owed_before(&self, s: i64) -> u64 {
+        (-s - self.frames.len() as i64).max(0) as u64
+    }
+
+    /// Replies at most still to come for commands before the first held, and for the held ones: what a new
+    /// realignment starting after them must allow for. None when no offset is left (the loss was not what the
+    /// offsets model).
+    pub fn remaining(&self) -> Option<u64> {
+        let nc = self.cmds.len() as i64;
+        if !self.started() {
+            return Some(self.unseen + nc as u64);
+        }
+        (0..self.alive.len())
+            .filter(|&k| self.alive[k])
+            .map(|k| {
+                let s = self.lo + k as i64;
+                let answered = (self.frames.len() as i64 + s).clamp(0, nc);
+                self.owed_before(s) + (nc - answered) as u64
+            })
+            .max()
     }
 
     fn fits(f: &Frame, c: &Held) -> bool {

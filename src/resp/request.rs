@@ -28,6 +28,7 @@ use super::arena::{Fifo, Span, ELIDED};
 use super::inline::split_inline;
 use super::line::{fast_int_line, parse_int, LineReader};
 use super::redact::{Redactor, REDACTED};
+use super::realign::MIN_ARRAY_COMMAND_BYTES;
 use super::resync::{scan, Scan, MAX_CANDIDATE};
 use super::Limits;
 use crate::trace::commands::lookup;
@@ -99,6 +100,9 @@ pub(crate) struct RequestCounts {
     /// Inline lines Redis refuses, and their bytes.
     pub refused_lines: u64,
     pub refused_bytes: u64,
+    /// Among the bytes skipped, starts of RESP arrays the server may have answered as commands (an unknown
+    /// name, or inside a dropped command): what a loss of client bytes may have hidden (`Session`).
+    pub skipped_commands: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,6 +293,8 @@ impl RequestParser {
             out.push(Event::Dropped);
             self.counts.unconfirmed += 1;
             self.counts.skipped += h.bytes_len as u64;
+            // Read out of a value, or a command: its bytes may hold as many as the fewest bytes allow.
+            self.counts.skipped_commands += 1 + h.bytes_len as u64 / MIN_ARRAY_COMMAND_BYTES;
             store.bytes.truncate(h.bytes_start);
             store.spans.truncate(h.spans_start);
         }
@@ -666,7 +672,7 @@ impl RequestParser {
             let mut joined = [0u8; 2 * MAX_CANDIDATE];
             joined[..c].copy_from_slice(&self.carry);
             joined[c..c + k].copy_from_slice(&data[..k]);
-            match scan(&joined[..c + k], c) {
+            match scan(&joined[..c + k], c, &mut self.counts.skipped_commands) {
                 Scan::Found(i) => {
                     self.found(i, store, out);
                     self.state = State::Idle;
@@ -694,7 +700,7 @@ impl RequestParser {
                 }
             }
         }
-        match scan(data, data.len()) {
+        match scan(data, data.len(), &mut self.counts.skipped_commands) {
             Scan::Found(i) => {
                 self.found(i, store, out);
                 self.state = State::Idle;

@@ -93,8 +93,39 @@ pub(crate) enum Scan {
     Nothing,
 }
 
-/// Looks for the first plausible command start among candidate positions below `limit`.
-pub(crate) fn scan(d: &[u8], limit: usize) -> Scan {
+/// Whether `d` may begin a RESP command the server answers, whatever its name: `*<argc>\r\n$<len>\r\n`
+/// with `argc` at least 1 (bytes that end before telling count as one). Every such command skipped while
+/// searching for a plausible start (an unknown name, or one not searched for) is one of these.
+fn array_header(d: &[u8]) -> bool {
+    let mut i = 1;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while d.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        (start, *i)
+    };
+    let (start, end) = digits(&mut i);
+    if end == d.len() {
+        return true;
+    }
+    if start == end || d[start..end].iter().all(|&b| b == b'0') {
+        return false;
+    }
+    for &b in b"\r\n$" {
+        match d.get(i) {
+            None => return true,
+            Some(&c) if c == b => i += 1,
+            Some(_) => return false,
+        }
+    }
+    let (start, end) = digits(&mut i);
+    end == d.len() || (start < end && (d.get(end) == Some(&b'\r')) && d.get(end + 1).map_or(true, |&b| b == b'\n'))
+}
+
+/// Looks for the first plausible command start among candidate positions below `limit`; `headers` counts
+/// the candidates refused that may still be commands (`array_header`).
+pub(crate) fn scan(d: &[u8], limit: usize, headers: &mut u64) -> Scan {
     let mut from = 0;
     while from < limit.min(d.len()) {
         let Some(off) = d[from..limit.min(d.len())].iter().position(|&b| b == b'*') else {
@@ -104,7 +135,10 @@ pub(crate) fn scan(d: &[u8], limit: usize) -> Scan {
         match check(&d[i..]) {
             Check::Yes => return Scan::Found(i),
             Check::More => return Scan::Undecided(i),
-            Check::No => from = i + 1,
+            Check::No => {
+                *headers += array_header(&d[i..]) as u64;
+                from = i + 1;
+            }
         }
     }
     Scan::Nothing
@@ -130,9 +164,20 @@ mod tests {
     #[test]
     fn scanning() {
         let d = b"xx*2\r\n$3\r\nfoo\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
-        assert_eq!(scan(d, d.len()), Scan::Found(15));
-        assert_eq!(scan(d, 15), Scan::Nothing);
-        assert_eq!(scan(b"ab*2\r\n$3\r\nGE", 12), Scan::Undecided(2));
-        assert_eq!(scan(b"no star", 7), Scan::Nothing);
+        let mut headers = 0;
+        assert_eq!(scan(d, d.len(), &mut headers), Scan::Found(15));
+        assert_eq!(headers, 1, "foo is no command we know, but the server answers it");
+        assert_eq!(scan(d, 15, &mut headers), Scan::Nothing);
+        assert_eq!(scan(b"ab*2\r\n$3\r\nGE", 12, &mut headers), Scan::Undecided(2));
+        assert_eq!(scan(b"no star", 7, &mut headers), Scan::Nothing);
+        assert_eq!(headers, 2);
+        let mut none = 0;
+        for d in [&b"*0\r\n$3\r\nfoo\r\n"[..], b"*x", b"*2\r\n+", b"*2\r\n$x", b"*2\r\n$3\r\r"] {
+            assert_eq!(scan(d, d.len(), &mut none), Scan::Nothing);
+        }
+        assert_eq!(none, 0);
+        for d in [&b"*2\r\n$0\r\n\r\n"[..], b"*2\r\n$300\r\n", b"*2\r\n$12"] {
+            assert!(array_header(d));
+        }
     }
 }

@@ -14,9 +14,10 @@
 //! whose length its header gave lose that argument only (the command comes out with it elided) and pairing
 //! goes on. Any other request-side loss (a gap elsewhere, invalid bytes) loses an unknown number of commands,
 //! each with a reply of its own that comes after those of the commands already waiting: these are still
-//! paired (`Draining`), later ones are not, to the end of the connection, since no later moment tells how many
-//! replies the lost commands had (a client that pipelines across a quiet moment would be paired one reply
-//! off, an HGETALL given another command's values as field names).
+//! paired (`Draining`); no later moment tells how many replies the lost commands had (a client that
+//! pipelines across a quiet moment would be paired one reply off at a turn, an HGETALL given another
+//! command's values as field names), so the later commands are held for a realignment (`realign`) whose
+//! offsets allow for as many as the lost bytes could hold.
 //!
 //! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
 //! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before
@@ -193,6 +194,13 @@ pub struct Session {
     /// ...): one lost with the client's bytes would break the one-reply-per-command a realignment rests on,
     /// so none is tried on it.
     no_realign: bool,
+    /// Client bytes lost or skipped since the last realignment began (they may have held commands).
+    lost_requests: realign::LostRequests,
+    /// A reply answered no command while pairing was certain, and no command has been read since: the
+    /// client bytes it answers may be in a hole the reassembler has not reported yet (`commands_lost`).
+    orphaned: bool,
+    /// The client has sent an inline line: lost bytes may have held inline commands (`realign::lost_bound`).
+    inline_seen: bool,
     next_id: u64,
 }
 
@@ -248,6 +256,9 @@ impl Session {
             finishing: false,
             realign: None,
             no_realign: false,
+            lost_requests: realign::LostRequests::default(),
+            inline_seen: false,
+            orphaned: false,
             next_id: 0,
         }
     }
@@ -307,6 +318,7 @@ impl Session {
                 self.events = events;
                 if !confined {
                     self.prev_end = self.prev_end.max(ts_ns);
+                    self.lost_requests.gap_bytes += missing;
                     self.commands_lost(out);
                 }
             }
@@ -387,11 +399,18 @@ impl Session {
     fn on_request(&mut self, ts: i64, data: &[u8], out: &mut impl FnMut(&Command)) {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
-        let skipped = self.req.counts.skipped;
+        let (skipped, skipped_commands) = (self.req.counts.skipped, self.req.counts.skipped_commands);
         self.req.advance(data, ts, self.reply_bytes, &mut self.args, &mut events);
         if self.req.counts.skipped > skipped {
-            // Skipped bytes may have held commands: a turn needs a reply after them.
+            // Skipped bytes may have held commands: a turn needs a reply after them. They follow a loss (a
+            // gap, invalid bytes, a dropped command) and come before the commands read after it, but maybe
+            // after commands a realignment holds: it starts afresh (`cut_realign`).
             self.prev_end = self.prev_end.max(ts);
+            self.lost_requests.skipped_bytes += self.req.counts.skipped - skipped;
+            self.lost_requests.skipped_commands += self.req.counts.skipped_commands - skipped_commands;
+            if self.realign.is_some() {
+                self.cut_realign(out);
+            }
         }
         self.on_events(&events, ts, out);
         self.events = events;
@@ -408,10 +427,12 @@ impl Session {
                 Event::Dropped => {
                     // Like bytes skipped at a mid-stream start: a turn needs a reply after them, and a
                     // dropped CLIENT REPLY must not leave its mode behind. If it was a command, its reply
-                    // comes unaccounted for: a realignment under way ends.
+                    // comes among those of the commands held: a realignment under way starts afresh.
                     self.prev_end = self.prev_end.max(ts);
                     self.modes.client_reply = ClientReply::On;
-                    self.give_up_realign(out);
+                    if self.realign.is_some() {
+                        self.cut_realign(out);
+                    }
                 }
             }
         }
@@ -420,21 +441,43 @@ impl Session {
     /// Commands may have been lost on the request side: their replies will follow those of the commands
     /// already waiting, which can still be paired. How many were lost is unknown, and each has a reply of its
     /// own that would be taken for the reply of a later command: no turn is certain any more (a client that
-    /// pipelines across a quiet moment would be paired one reply off), so pairing does not resume on this
-    /// connection; its later commands are emitted with `Reply::Unknown`.
+    /// pipelines across a quiet moment would be paired one reply off). The commands read after the loss are
+    /// held for a realignment instead, whose offsets allow for every reply the lost bytes could have asked
+    /// for (`realign`); pairing resumes when the replies' shapes fit one offset only.
     fn commands_lost(&mut self, out: &mut impl FnMut(&Command)) {
         self.request_lost = true;
         // A lost CLIENT REPLY would leave the mode wrong: assume the default, so that commands are never
         // said to have no reply on a guess (a command expecting a reply at worst stays Unknown).
         self.modes.client_reply = ClientReply::On;
-        // Lost commands have replies of their own among those held: a realignment under way ends. (None starts
-        // after a client-side loss: with every offset the lost bytes allow, the property tests found a
-        // conversation, CLIENT REPLY and inline commands among its losses, whose shapes fitted a wrong one.)
-        self.give_up_realign(out);
+        // Pairing was certain but for replies that answered no command with the client silent since: they
+        // answer commands lost in this very loss, which the realignment's offsets allow for.
+        let certain = self.pairing != Pairing::Unsynced || std::mem::take(&mut self.orphaned);
         if self.pairing == Pairing::Synced {
             self.pairing = Pairing::Draining(self.skip + self.waiting as u64);
-            self.drain_check(out);
         }
+        if self.realign.is_some() {
+            self.cut_realign(out);
+        } else if certain && !self.no_realign {
+            // The replies still owed to the commands sent before the loss are paired first (`Draining`); the
+            // realignment sees the replies after them.
+            let unseen = std::mem::take(&mut self.lost_requests).bound(self.inline_seen);
+            self.realign = Some(Box::new(Realign::new(unseen)));
+        }
+        self.drain_check(out);
+    }
+
+    /// Client bytes were lost (or skipped) after the commands the realignment under way holds: their
+    /// replies and those of the commands lost come in an order its offsets do not model. Its commands come
+    /// out unknown, and a new realignment holds the commands read from here on, its offsets allowing for
+    /// every reply the old one may still have owed and for those of the commands lost.
+    fn cut_realign(&mut self, out: &mut impl FnMut(&Command)) {
+        let Some(owed) = self.realign.as_ref().and_then(|r| r.remaining()) else {
+            self.give_up_realign(out);
+            return;
+        };
+        self.give_up_realign(out);
+        let unseen = owed.saturating_add(std::mem::take(&mut self.lost_requests).bound(self.inline_seen));
+        self.realign = Some(Box::new(Realign::new(unseen)));
     }
 
     /// Replies were lost (a gap or invalid bytes on the reply side). The commands waiting lose theirs, or
@@ -452,6 +495,7 @@ impl Session {
                 self.release_reply(f.reply);
             }
         } else if self.pairing == Pairing::Synced && !self.no_realign {
+            self.lost_requests = realign::LostRequests::default();
             let mut r = Realign::new(self.skip);
             for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
                 p.wait = Wait::Align;
@@ -561,6 +605,7 @@ impl Session {
         }
         self.pairing = Pairing::Synced;
         self.request_lost = false;
+        self.lost_requests = realign::LostRequests::default();
         self.owed.clear();
         self.stats.pairing_resyncs += 1;
         self.cursor = 0;
@@ -576,6 +621,8 @@ impl Session {
     }
 
     fn on_command(&mut self, cmd: Parsed, out: &mut impl FnMut(&Command)) {
+        self.inline_seen |= cmd.inline || cmd.refused;
+        self.orphaned = false;
         let paired = self.pairing == Pairing::Synced;
         let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
         let id = self.next_id;
@@ -1008,7 +1055,10 @@ impl Session {
             return;
         }
         let Some(&p) = self.queue.get(self.cursor) else {
-            // A reply with no command waiting: something was lost that nobody reported.
+            // A reply with no command waiting: something was lost that nobody reported, yet. When it is the
+            // client's bytes, the reassembler reports the hole with the next bytes after it, which the
+            // replies to the commands lost in it can come before.
+            self.orphaned = self.pairing == Pairing::Synced;
             self.contradiction(out);
             return;
         };
