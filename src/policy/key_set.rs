@@ -46,13 +46,9 @@ impl KeySet {
         if key == EMPTY {
             return !std::mem::replace(&mut self.has_zero, true);
         }
-        let mut i = self.home(key);
-        loop {
-            match self.slots[i] {
-                EMPTY => break,
-                k if k == key => return false,
-                _ => i = (i + 1) & self.mask,
-            }
+        let (i, found) = self.probe(key);
+        if found {
+            return false;
         }
         self.slots[i] = key;
         self.len += 1;
@@ -71,11 +67,18 @@ impl KeySet {
     }
 
     fn find(&self, key: u64) -> Option<usize> {
+        let (i, found) = self.probe(key);
+        found.then_some(i)
+    }
+
+    /// The slot holding `key` (true), or the empty slot that ends its run, where it would go (false).
+    #[inline]
+    fn probe(&self, key: u64) -> (usize, bool) {
         let mut i = self.home(key);
         loop {
             match self.slots[i] {
-                EMPTY => return None,
-                k if k == key => return Some(i),
+                EMPTY => return (i, false),
+                k if k == key => return (i, true),
                 _ => i = (i + 1) & self.mask,
             }
         }
