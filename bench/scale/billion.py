@@ -51,7 +51,7 @@ def options(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scales", default="1e7,1e8,1e9", help="lookups of each dataset, comma list (default 1e7,1e8,1e9)")
     common.add_list_option(p, "--runs", list(RUNS), "run(s) ", default=",".join(RUNS),
-                           help=f"comma list of runs ({','.join(RUNS)}; default all, in this order)")
+                           help=f"comma list of runs ({','.join(RUNS)}; default all, in this order)".replace("%", "%%"))
     p.add_argument("--entities", type=make_dataset.parse_count, default=10**7, help="entities of every dataset (1e7)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--deadline", help="UTC time HH:MM: a run still going then is stopped and reported as cut short "
