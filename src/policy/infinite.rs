@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{Policy, Registered, Spec};
-use super::key_set::KeySet;
+use super::key_table::KeySet;
 
 #[derive(Default)]
 pub struct Infinite {
@@ -26,14 +26,14 @@ impl Registered for Infinite {
 impl Policy for Infinite {
     #[inline]
     fn access(&mut self, key: u64, _size: u32) -> bool {
-        !self.seen.insert(key)
+        !self.seen.insert(key, ())
     }
     #[inline]
-    fn prefetch(&self, key: u64) {
+    fn prefetch(&mut self, key: u64) {
         self.seen.prefetch(key);
     }
     fn remove(&mut self, key: u64) -> bool {
-        self.seen.remove(key)
+        self.seen.remove(key).is_some()
     }
     fn contains(&self, key: u64) -> bool {
         self.seen.contains(key)

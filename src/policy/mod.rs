@@ -7,7 +7,7 @@
 
 #[macro_use]
 mod registry;
-mod key_set;
+mod key_table;
 mod queues;
 mod ring;
 pub mod sketch;
@@ -26,7 +26,7 @@ pub trait Policy: Send {
     /// Starts loading what `access(key)` will touch, a few lookups ahead of it (the loops call it): a hint
     /// for policies whose tables outgrow the processor's caches; by default nothing.
     #[inline]
-    fn prefetch(&self, _key: u64) {}
+    fn prefetch(&mut self, _key: u64) {}
     /// Number of resident entries.
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
