@@ -68,11 +68,14 @@ impl Read for Source {
 /// `path` opened afresh, or, given `fd`, a duplicate of that open descriptor, after `head`. Compressed
 /// input is decoded on a thread of its own (`ReadAhead`), so decoding overlaps with parsing.
 fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFlag>) -> PyResult<Source> {
-    open_threaded(path, fd, head, stop).map(|(source, _)| source)
+    open_threaded(path, fd, head, stop, crate::threads::UNLIMITED).map(|(source, _)| source)
 }
 
-/// As `open_source`, and whether the source is already read on a thread of its own (compressed or live).
-fn open_threaded(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFlag>) -> PyResult<(Source, bool)> {
+/// As `open_source`, and whether the source is other than the file's own bytes (compressed or live: such a
+/// source is read on a thread of its own, but for a compressed one under a `threads` limit of 1, decoded on
+/// the caller's, as `crate::threads` asks).
+fn open_threaded(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFlag>, threads: usize)
+                 -> PyResult<(Source, bool)> {
     let file = match fd {
         // SAFETY: the caller keeps `fd` open for the duration of this call; only a duplicate is kept.
         Some(fd) => unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned().map(File::from),
@@ -83,7 +86,9 @@ fn open_threaded(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopF
         crate::input::open(Cursor::new(head).chain(file)).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     Ok(match (stop, compression) {
         (Some(flag), _) => (Source::new(crate::input::Stoppable::new(plain, flag.0.clone())), true),
-        (None, Some(_)) => (Source::new(crate::capture::ReadAhead::new(plain)), true),
+        // Decompressed on a thread of its own, unless the task may take only the caller's.
+        (None, Some(_)) if threads != 1 => (Source::new(crate::capture::ReadAhead::new(plain)), true),
+        (None, Some(_)) => (Source::new(plain), true),
         (None, None) => (Source::new(plain), false),
     })
 }
@@ -344,15 +349,18 @@ impl ObjectReader {
     /// `format`: "oracleGeneral" or "csv" (with `csv_spec`: libCacheSim's column spec or a preset's name);
     /// `fd`, `head` and `stop` as for `TextReader`. `mapped`: an oracleGeneral file that is a plain regular
     /// file (not compressed, not a stream) is mapped rather than read, for `Simulation.feed_sampled`.
+    /// `threads`: at most this many threads read (hash ids, decompress), the caller's among them.
     #[new]
-    #[pyo3(signature = (path, format, csv_spec=None, fd=None, head=Vec::new(), stop=None, mapped=false))]
+    #[pyo3(signature = (path, format, csv_spec=None, fd=None, head=Vec::new(), stop=None, mapped=false, threads=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(path: &str, format: &str, csv_spec: Option<&str>, fd: Option<i32>, head: Vec<u8>,
-           stop: Option<PyRef<'_, StopFlag>>, mapped: bool) -> PyResult<Self> {
+           stop: Option<PyRef<'_, StopFlag>>, mapped: bool, threads: Option<usize>) -> PyResult<Self> {
+        let threads = threads.unwrap_or(crate::threads::UNLIMITED);
         let inner = match format {
             "oracleGeneral" => {
                 let plain_file = fd.is_none() && head.is_empty() && stop.is_none();
-                let (src, threaded) = open_threaded(path, fd, head, stop.as_deref())?;
-                let mut reader = trace::oracle_general::OracleGeneralReader::new(src, path).lean();
+                let (src, threaded) = open_threaded(path, fd, head, stop.as_deref(), threads)?;
+                let mut reader = trace::oracle_general::OracleGeneralReader::new(src, path).lean().threads(threads);
                 if mapped && plain_file && !threaded {
                     let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
                     let map = crate::input::mapped::Mapped::of(&file)
@@ -450,7 +458,7 @@ impl CaptureParser {
         if head_start.is_none() {
             numpy_ready(py);
         }
-        let (file, threaded) = open_threaded(path, fd, head, stop.as_deref())?;
+        let (file, threaded) = open_threaded(path, fd, head, stop.as_deref(), crate::threads::UNLIMITED)?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         // A plain file is read ahead in blocks; a compressed one already is, and a live input hands over what
         // each read gives (`Stoppable`).

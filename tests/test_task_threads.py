@@ -10,6 +10,7 @@ machine, and the cores of this one are shared with other work."""
 
 import os
 import resource
+import subprocess
 import threading
 import time
 
@@ -18,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from cachescope import _native
 from cachescope.simulate.engine import simulate_trace
 
 # Several simulations, so that the serial path has jobs for every core (each run on a thread of its own).
@@ -79,7 +81,14 @@ def traces(tmp_path_factory):
                       "req": pa.array(np.arange(LOOKUPS, dtype=np.uint64))})
     parquet_path = d / "lookups.parquet"
     pq.write_table(table, parquet_path, row_group_size=1 << 17)
-    return {"keys": str(keys_path), "parquet": str(parquet_path)}
+    # libCacheSim's oracleGeneral records (time, id, size, next use), plain and zstd-compressed.
+    records = np.zeros(LOOKUPS, dtype=[("ts", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+    records["ts"], records["id"], records["size"], records["next"] = np.arange(LOOKUPS) // 1000, keys, 100, -1
+    oracle_path = d / "lookups.oracleGeneral"
+    oracle_path.write_bytes(records.tobytes())
+    subprocess.run(["zstd", "-q", "-f", str(oracle_path), "-o", str(oracle_path) + ".zst"], check=True)
+    return {"keys": str(keys_path), "parquet": str(parquet_path), "oracleGeneral": str(oracle_path),
+            "oracleGeneral.zst": str(oracle_path) + ".zst"}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +106,7 @@ def one_thread_worker():
             yield client
 
 
-@pytest.mark.parametrize("fmt", ["keys", "parquet"])
+@pytest.mark.parametrize("fmt", ["keys", "parquet", "oracleGeneral", "oracleGeneral.zst"])
 def test_a_task_on_a_one_thread_worker_takes_one_core_and_the_serial_path_more(traces, one_thread_worker, fmt):
     path = traces[fmt]
     on_worker = one_thread_worker.submit(measured_sweep, path, pure=False).result()
@@ -108,3 +117,24 @@ def test_a_task_on_a_one_thread_worker_takes_one_core_and_the_serial_path_more(t
         f"threads other than the task's took {on_worker['all_threads_over_own'] - 1:.0%} of its thread's CPU time"
     assert here["all_threads_over_own"] > MOSTLY_OTHERS, \
         f"the serial path's own thread did {1 / here['all_threads_over_own']:.0%} of the work: no threads beside it?"
+
+
+def read_all(path: str, threads: int | None) -> tuple[int, float]:
+    """Every batch of an object trace's reader given `threads`: the keys read, and the CPU time of this
+    process over that of the thread that read (1.0: nothing ran on another thread)."""
+    cpu, own, n = _cpu_s(), time.thread_time(), 0
+    reader = _native.ObjectReader(path, "oracleGeneral", threads=threads)
+    while (batch := reader.next_batch(1 << 18)) is not None:
+        n += len(batch["keys"])
+    return n, (_cpu_s() - cpu) / max(time.thread_time() - own, 1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["oracleGeneral", "oracleGeneral.zst"])
+def test_an_object_trace_read_under_a_one_thread_limit_is_read_on_the_callers_thread_alone(traces, fmt):
+    # Reading is all there is here (ids hashed, a compressed file decoded), so threads beside the caller's
+    # show plainly: without a limit they take a good part of it, under a limit of 1 none.
+    read, alone = read_all(traces[fmt], 1)
+    _, unlimited = read_all(traces[fmt], None)
+    assert read == LOOKUPS
+    assert alone < 1.1, f"threads beside the caller's took {alone - 1:.0%} of its CPU time under a limit of 1"
+    assert unlimited > 1.2, f"without a limit, threads beside the caller's took only {unlimited - 1:.0%}"

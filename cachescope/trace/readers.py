@@ -243,7 +243,7 @@ class TraceSource(SourceRouting):
                              "key-pattern and client routes need a Redis trace")
         try:
             return _native.ObjectReader(self.path, self.format, self.csv_spec, **self._native_args(),
-                                        **({"mapped": True} if mapped else {}))
+                                        **({"mapped": True} if mapped else {}), threads=task_threads())
         except ValueError as e:
             raise UsageError(f"{self.path}: {e}") from None
         except OSError as e:

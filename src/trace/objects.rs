@@ -139,15 +139,16 @@ impl RecentKeys {
     }
 }
 
-/// Every id of `ids` replaced by its key (`numeric_key`), on two threads for a large batch: hashing is most of
-/// the time an object trace takes to read, and the simulation waits for the batch.
-pub fn numeric_keys_in_place(ids: &mut [u64]) {
+/// Every id of `ids` replaced by its key (`numeric_key`), on two threads for a large batch unless `threads`
+/// (`crate::threads`) allows only one: hashing is most of the time an object trace takes to read, and the
+/// simulation waits for the batch.
+pub fn numeric_keys_in_place(ids: &mut [u64], threads: usize) {
     const PARALLEL_MIN: usize = 1 << 16;
     let hash = |part: &mut [u64]| {
         let mut recent = RecentKeys::new();
         part.iter_mut().for_each(|k| *k = recent.key(*k));
     };
-    if ids.len() < PARALLEL_MIN {
+    if ids.len() < PARALLEL_MIN || threads == 1 {
         return hash(ids);
     }
     let (a, b) = ids.split_at_mut(ids.len() / 2);
@@ -198,8 +199,11 @@ mod tests {
         // Ids that come back (through the table of recent keys), and ids that share its slots.
         ids.extend((0..100_000u64).map(|i| (i % 97) * 7_919 + ((i % 5) << 14)));
         let want: Vec<u64> = ids.iter().map(|&id| numeric_key(id)).collect();
-        numeric_keys_in_place(&mut ids);
-        assert_eq!(ids, want);
+        for threads in [crate::threads::UNLIMITED, 1] {
+            let mut ids = ids.clone();
+            numeric_keys_in_place(&mut ids, threads);
+            assert_eq!(ids, want);
+        }
     }
 
     #[test]

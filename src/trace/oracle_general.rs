@@ -25,11 +25,14 @@ pub struct OracleGeneralReader<R> {
     lean: bool,
     /// The file mapped, for `next_records` (`mapped`).
     map: Option<Mapped>,
+    /// Threads the ids may be hashed on (`crate::threads`).
+    threads: usize,
 }
 
 impl<R: Read> OracleGeneralReader<R> {
     pub fn new(src: R, path: &str) -> Self {
-        OracleGeneralReader { src, path: path.to_string(), offset: 0, stats: ObjectStats::default(), buf: Vec::new(), cut: None, lean: false, map: None }
+        OracleGeneralReader { src, path: path.to_string(), offset: 0, stats: ObjectStats::default(), buf: Vec::new(), cut: None, lean: false, map: None,
+                              threads: crate::threads::UNLIMITED }
     }
 
     /// Batches of keys, times and sizes only: every record is a read and a request of its own, and the
@@ -38,6 +41,12 @@ impl<R: Read> OracleGeneralReader<R> {
     /// sampled curve's time.
     pub fn lean(mut self) -> Self {
         self.lean = true;
+        self
+    }
+
+    /// The ids of each batch hashed on at most `threads` threads (`crate::threads`: a Dask task's share).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
         self
     }
 
@@ -88,7 +97,7 @@ impl<R: Read> OracleGeneralReader<R> {
             b.next_access.push(next);
             self.stats.count(OP_READ);
         }
-        numeric_keys_in_place(&mut b.keys);
+        numeric_keys_in_place(&mut b.keys, self.threads);
         self.offset += got as u64;
         Ok(Some(b))
     }
@@ -176,7 +185,7 @@ impl<R> OracleGeneralReader<R> {
         let n = b.keys.len() as u64;
         self.stats.requests += n;
         self.stats.lookups += n;
-        numeric_keys_in_place(&mut b.keys);
+        numeric_keys_in_place(&mut b.keys, self.threads);
         self.offset += got as u64;
         b
     }
