@@ -18,7 +18,8 @@
 //! pipelines across a quiet moment would be paired one reply off at a turn, an HGETALL given another
 //! command's values as field names), so the later commands are held for a realignment (`realign`) whose
 //! offsets allow for as many as the lost bytes could hold; on a connection whose client waits for its
-//! replies before it sends again (`lockstep`), the replies counted before its next batches can tell the offset.
+//! replies before it sends again (`lockstep`), the replies counted before its next batches can tell the
+//! offset.
 //!
 //! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
 //! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before

@@ -176,7 +176,8 @@ def test_after_random_packet_losses_no_reply_is_paired_wrongly(lossy_runs):
     assert kept >= 0.95 * sent
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 item 3's target: 88.7% paired at 1% loss today (82.6% with "
+@pytest.mark.xfail(strict=True, reason="issue 27 item 3's target: 88.7% paired at 1% loss today on a saved capture "
+                                       "(89.5% on a fresh one; 82.6% with "
                                        "shapes alone, 35.2% before the realignment after client losses); the "
                                        "pipelining connections reach 91%, the loader 72% (its SETs realigned by "
                                        "timing, except where a loss comes in its first batch or after a dirty "
