@@ -32,6 +32,11 @@ impl Batches {
         self.answered_end = reply_bytes;
     }
 
+    /// The batch of the latest command.
+    pub fn current(&self) -> u64 {
+        self.current
+    }
+
     /// The batch of a command whose first byte came when `mark` reply bytes had been seen. `owed`: whether a
     /// command sent before it still waits for its reply; `paired`: whether the session knows which replies are
     /// owed (it does not after a loss).

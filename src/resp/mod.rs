@@ -19,6 +19,7 @@ mod command;
 mod error_code;
 mod inline;
 mod line;
+mod lockstep;
 mod plain_text;
 mod redact;
 mod realign;

@@ -33,6 +33,11 @@ use super::summary::{compatible, Class, Stored};
 /// Replies paired under the one offset left before they are used, of commands whose replies have telling
 /// shapes (`telling`).
 pub(crate) const CONFIRM_RUN: usize = 8;
+/// Boundaries at which the timing bound reached the same offset before it is used: the first gives it, the
+/// next ones confirm it (the replies of each batch between as many as its commands). The connection showed
+/// no dirty boundary (`lockstep`) before the loss; one after it (the client changed its ways) fakes the
+/// count only if it is the lowest so far and the next boundaries are dirty alike.
+pub(crate) const TIMING_RUN: u32 = 3;
 /// Commands or replies held at most while the offset is unknown: beyond it the oldest command and the oldest
 /// reply are let go unpaired together (which keeps every offset's meaning).
 pub(crate) const MAX_HELD: usize = 4096;
@@ -108,11 +113,27 @@ pub(crate) struct Realign {
     lo: i64,
     alive: Vec<bool>,
     left: usize,
+    /// The connection is lockstep and no reply was lost since this realignment began: the timing rule holds.
+    timing: bool,
+    /// The offset (as an index into `alive`, which pops leave unchanged) the timing bound last reached at a
+    /// boundary, and at how many boundaries it has.
+    reached: Option<(usize, u32)>,
 }
 
 impl Realign {
-    pub fn new(unseen: u64) -> Realign {
-        Realign { cmds: VecDeque::new(), frames: VecDeque::new(), unseen, lo: 0, alive: Vec::new(), left: 0 }
+    /// `timing`: the connection is lockstep, and the reply stream framed from the start (every reply is
+    /// counted).
+    pub fn new(unseen: u64, timing: bool) -> Realign {
+        Realign {
+            cmds: VecDeque::new(),
+            frames: VecDeque::new(),
+            unseen,
+            lo: 0,
+            alive: Vec::new(),
+            left: 0,
+            timing,
+            reached: None,
+        }
     }
 
     /// Replies seen so far: the offsets are fixed.
@@ -135,6 +156,9 @@ impl Realign {
         }
         self.alive.clear();
         self.left = 0;
+        // How many replies were lost is unknown: the bound no longer counts them all.
+        self.timing = false;
+        self.reached = None;
         std::mem::take(&mut self.frames)
     }
 
@@ -234,6 +258,39 @@ impl Realign {
         self.decide()
     }
 
+    /// A command sent at `now` began a batch (reply bytes came since the previous one began), after
+    /// `time_passes(now)`: the replies begun before `now` answered at most the commands held and those lost,
+    /// all of them if the client waited for them. Notes whether that bound is the highest offset left.
+    pub fn boundary(&mut self, now: i64) -> Outcome {
+        if !self.timing || !self.started() {
+            return self.decide();
+        }
+        let after = self.frames.iter().rev().take_while(|f| f.ts >= now).count();
+        let bound = self.cmds.len() as i64 - (self.frames.len() - after) as i64;
+        let k = bound - self.lo;
+        if self.top() == Some(k as usize) && k >= 0 {
+            let k = k as usize;
+            let n = match self.reached {
+                Some((r, n)) if r == k => n + 1,
+                _ => 1,
+            };
+            self.reached = Some((k, n));
+        }
+        self.decide()
+    }
+
+    /// The highest offset still possible, as an index into `alive`.
+    fn top(&self) -> Option<usize> {
+        self.alive.iter().rposition(|&a| a)
+    }
+
+    /// The offset the timing bound gives, once reached at `TIMING_RUN` boundaries and still possible: the
+    /// highest one left (a lower one left means the bound was not reached since, as it is only ever lowered).
+    fn timed(&self) -> Option<i64> {
+        let (k, n) = self.reached?;
+        (self.timing && n >= TIMING_RUN && self.top() == Some(k)).then_some(self.lo + k as i64)
+    }
+
     /// Replies paired under offset `s` so far.
     fn overlap(&self, s: i64) -> i64 {
         let (nc, nf) = (self.cmds.len() as i64, self.frames.len() as i64);
@@ -264,15 +321,18 @@ impl Realign {
         if self.left == 0 {
             return Outcome::None;
         }
+        // Every reply held must answer a command held or one lost: one that answers a command not read yet
+        // (still on probation) waits for it.
+        let answered = |s: i64| self.frames.len() as i64 + s <= self.cmds.len() as i64;
+        if let Some(s) = self.timed().filter(|&s| answered(s) && self.overlap(s) > 0) {
+            return Outcome::Aligned(s);
+        }
         if self.left > 1 {
             return Outcome::Wait;
         }
         let Some(k) = self.alive.iter().position(|&a| a) else { return Outcome::None };
         let s = self.lo + k as i64;
-        // Every reply held must answer a command held or one lost: one that answers a command not read yet
-        // (still on probation) waits for it.
-        let answered = self.frames.len() as i64 + s <= self.cmds.len() as i64;
-        if answered && self.overlap(s) >= CONFIRM_RUN as i64 && self.telling(s) >= CONFIRM_RUN {
+        if answered(s) && self.overlap(s) >= CONFIRM_RUN as i64 && self.telling(s) >= CONFIRM_RUN {
             Outcome::Aligned(s)
         } else {
             Outcome::Wait

@@ -17,7 +17,9 @@
 //! paired (`Draining`); no later moment tells how many replies the lost commands had (a client that
 //! pipelines across a quiet moment would be paired one reply off at a turn, an HGETALL given another
 //! command's values as field names), so the later commands are held for a realignment (`realign`) whose
-//! offsets allow for as many as the lost bytes could hold.
+//! offsets allow for as many as the lost bytes could hold; on a connection whose client waits for its
+//! replies before it sends again (`lockstep`), the replies counted before its next batches can tell the
+//! offset.
 //!
 //! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
 //! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before
@@ -53,6 +55,7 @@ use std::collections::VecDeque;
 
 use super::arena::ArgsView;
 use super::batch::Batches;
+use super::lockstep::Lockstep;
 use super::command::Command;
 use super::realign::{self, Held, Outcome, Realign};
 use super::reply::{Kind, Plan, ReplyParser, Step};
@@ -186,6 +189,9 @@ pub struct Session {
     /// The connection is TLS: its bytes are not read.
     encrypted: bool,
     batches: Batches,
+    /// Whether the client waits for its replies before it sends again, as seen while pairing was certain:
+    /// a realignment after a loss of client bytes may then count replies (`realign`'s timing rule).
+    lockstep: Lockstep,
     /// `finish_some` has ended the streams: what is left in the queue only waits to be passed on.
     finishing: bool,
     /// Commands and replies held after a loss until their shapes tell how they pair (`realign`).
@@ -253,6 +259,7 @@ impl Session {
             seen_request: false,
             encrypted: false,
             batches: Batches::default(),
+            lockstep: Lockstep::default(),
             finishing: false,
             realign: None,
             no_realign: false,
@@ -313,12 +320,21 @@ impl Session {
                 self.stats.request_gap_bytes += missing;
                 let mut events = std::mem::take(&mut self.events);
                 events.clear();
+                // Replies that answered no command while pairing was certain, the client silent since: they
+                // answer commands behind this hole (a command the events below complete reads as the client
+                // speaking again).
+                let orphaned = self.orphaned;
                 let confined = self.req.gap(missing, ts_ns, &mut self.args, &mut events);
                 self.on_events(&events, ts_ns, out);
                 self.events = events;
                 if !confined {
                     self.prev_end = self.prev_end.max(ts_ns);
                     self.lost_requests.gap_bytes += missing;
+                }
+                if !confined || orphaned {
+                    // Even a hole inside a value: the reassembler held the commands behind it while their
+                    // replies came, which stopped pairing; they are realigned as after a loss of commands.
+                    self.orphaned |= orphaned;
                     self.commands_lost(out);
                 }
             }
@@ -461,7 +477,7 @@ impl Session {
             // The replies still owed to the commands sent before the loss are paired first (`Draining`); the
             // realignment sees the replies after them.
             let unseen = std::mem::take(&mut self.lost_requests).bound(self.inline_seen);
-            self.realign = Some(Box::new(Realign::new(unseen)));
+            self.realign = Some(Box::new(Realign::new(unseen, self.timing_holds())));
         }
         self.drain_check(out);
     }
@@ -477,7 +493,13 @@ impl Session {
         };
         self.give_up_realign(out);
         let unseen = owed.saturating_add(std::mem::take(&mut self.lost_requests).bound(self.inline_seen));
-        self.realign = Some(Box::new(Realign::new(unseen)));
+        self.realign = Some(Box::new(Realign::new(unseen, self.timing_holds())));
+    }
+
+    /// Whether a realignment starting now may count replies: the client waits for its replies, and every
+    /// reply from now on is read as a frame (none skipped while the reply stream's boundaries are lost).
+    fn timing_holds(&self) -> bool {
+        self.lockstep.qualified() && self.framed
     }
 
     /// Replies were lost (a gap or invalid bytes on the reply side). The commands waiting lose theirs, or
@@ -496,7 +518,8 @@ impl Session {
             }
         } else if self.pairing == Pairing::Synced && !self.no_realign {
             self.lost_requests = realign::LostRequests::default();
-            let mut r = Realign::new(self.skip);
+            // (How many replies the loss took is unknown: no count of them tells the offset.)
+            let mut r = Realign::new(self.skip, false);
             for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
                 p.wait = Wait::Align;
                 // Outcomes come with replies only: none yet.
@@ -624,7 +647,13 @@ impl Session {
         self.inline_seen |= cmd.inline || cmd.refused;
         self.orphaned = false;
         let paired = self.pairing == Pairing::Synced;
+        let boundary = self.lockstep.boundary(cmd.mark);
+        let previous = self.batches.current();
         let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
+        if paired && boundary {
+            // Clean when it began a batch: every command before it answered.
+            self.lockstep.observe(batch != previous);
+        }
         let id = self.next_id;
         self.next_id += 1;
         if cmd.elided > 0 && mode_unknown(self.args_of(&cmd)) {
@@ -640,6 +669,10 @@ impl Session {
         if let Some(r) = self.realign.as_mut() {
             // This command and every later one ended at its start or later: no reply before it answers them.
             let outcome = r.time_passes(cmd.ts);
+            self.realign_outcome(outcome, out);
+        }
+        if let Some(r) = self.realign.as_mut().filter(|_| boundary) {
+            let outcome = r.boundary(cmd.ts);
             self.realign_outcome(outcome, out);
         }
         let class = classify(self.args_of(&cmd));

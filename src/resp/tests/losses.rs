@@ -451,3 +451,34 @@ fn the_rest_of_a_value_skipped_after_a_loss_does_not_delay_the_realignment() {
     assert_eq!(got, want);
     assert_eq!(r.session.stats().realigned_replies, 191);
 }
+
+/// A hole inside a long value is reported by the reassembler only with the bytes after it, which it held
+/// meanwhile: the replies to the command around the hole and to the next ones came first, answering no
+/// command seen, which stopped pairing. Before, pairing never came back on such a connection (the hole lost
+/// no command, so no realignment began); now the commands read after the hole are realigned as after a loss
+/// of commands, the replies that came first taken as answering some of them.
+#[test]
+fn replies_before_a_hole_inside_a_value_is_reported_do_not_stop_pairing() {
+    let ops: Vec<_> = (0..200).map(telling).collect();
+    let bytes = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.0.clone()).collect() };
+    let replies = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.1.clone()).collect() };
+    let set = cmd(&[b"SET", b"big", &vec![b'v'; 3000]]);
+    let (cut, hole) = (1000, 500);
+    let mut r = Run::new();
+    r.req(10, &[bytes(0, 5), set[..cut].to_vec()].concat());
+    r.rep(12, &[replies(0, 5), b"+OK\r\n".to_vec(), replies(5, 9)].concat());
+    r.gap(Direction::Request, 11, hole as u64);
+    r.req(11, &[&set[cut + hole..], &bytes(5, 9)[..]].concat());
+    r.req(13, &bytes(9, 200));
+    r.rep(20, &replies(9, 200));
+    r.finish();
+    let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    let want: Vec<Owned> = ops[..5]
+        .iter()
+        .map(|o| o.2.clone())
+        .chain((4..9).map(|_| Owned::Unknown))
+        .chain(ops[9..].iter().map(|o| o.2.clone()))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(r.got[5].line(), "SET big ");
+}

@@ -7,4 +7,5 @@ mod pairing;
 mod pickup;
 mod planted;
 mod props;
+mod timing;
 mod traffic;
