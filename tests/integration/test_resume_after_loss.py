@@ -176,9 +176,9 @@ def test_after_random_packet_losses_no_reply_is_paired_wrongly(lossy_runs):
     assert kept >= 0.95 * sent
 
 
-# Reached: 88.7% on a saved capture, 89.5% on a fresh one made on a quiet machine, 82.1% on one made while the
-# machine was loaded (82.6% on the saved one with reply shapes alone, 35.2% before the realignment after client
-# losses): the figure moves with the capture, so the floor asserted is below all of them, and the target apart.
+# Reached: 88.7% on a saved capture (82.6% there with reply shapes alone, 35.2% before the realignment after
+# client losses); five fresh captures 82.1-89.5%. The figure moves with the capture, so the floor asserted is
+# below all of them, and the target apart.
 REACHED = 0.75
 
 
