@@ -71,9 +71,8 @@ fn open_source(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFla
     open_threaded(path, fd, head, stop, crate::threads::UNLIMITED).map(|(source, _)| source)
 }
 
-/// As `open_source`, and whether the source is other than the file's own bytes (compressed or live: such a
-/// source is read on a thread of its own, but for a compressed one under a `threads` limit of 1, decoded on
-/// the caller's, as `crate::threads` asks).
+/// As `open_source`, and whether the source is the file's own bytes (neither compressed nor live). A compressed
+/// one is decoded on a thread of its own, unless `threads` (`crate::threads`) allows only the caller's.
 fn open_threaded(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopFlag>, threads: usize)
                  -> PyResult<(Source, bool)> {
     let file = match fd {
@@ -85,11 +84,10 @@ fn open_threaded(path: &str, fd: Option<i32>, head: Vec<u8>, stop: Option<&StopF
     let (compression, plain) =
         crate::input::open(Cursor::new(head).chain(file)).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     Ok(match (stop, compression) {
-        (Some(flag), _) => (Source::new(crate::input::Stoppable::new(plain, flag.0.clone())), true),
-        // Decompressed on a thread of its own, unless the task may take only the caller's.
-        (None, Some(_)) if threads != 1 => (Source::new(crate::capture::ReadAhead::new(plain)), true),
-        (None, Some(_)) => (Source::new(plain), true),
-        (None, None) => (Source::new(plain), false),
+        (Some(flag), _) => (Source::new(crate::input::Stoppable::new(plain, flag.0.clone())), false),
+        (None, Some(_)) if threads != 1 => (Source::new(crate::capture::ReadAhead::new(plain)), false),
+        (None, Some(_)) => (Source::new(plain), false),
+        (None, None) => (Source::new(plain), true),
     })
 }
 
@@ -359,9 +357,9 @@ impl ObjectReader {
         let inner = match format {
             "oracleGeneral" => {
                 let plain_file = fd.is_none() && head.is_empty() && stop.is_none();
-                let (src, threaded) = open_threaded(path, fd, head, stop.as_deref(), threads)?;
+                let (src, own_bytes) = open_threaded(path, fd, head, stop.as_deref(), threads)?;
                 let mut reader = trace::oracle_general::OracleGeneralReader::new(src, path).lean().threads(threads);
-                if mapped && plain_file && !threaded {
+                if mapped && plain_file && own_bytes {
                     let file = File::open(path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
                     let map = crate::input::mapped::Mapped::of(&file)
                         .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
@@ -458,11 +456,11 @@ impl CaptureParser {
         if head_start.is_none() {
             numpy_ready(py);
         }
-        let (file, threaded) = open_threaded(path, fd, head, stop.as_deref(), crate::threads::UNLIMITED)?;
+        let (file, own_bytes) = open_threaded(path, fd, head, stop.as_deref(), crate::threads::UNLIMITED)?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         // A plain file is read ahead in blocks; a compressed one already is, and a live input hands over what
         // each read gives (`Stoppable`).
-        let file = if threaded { file } else { Source::new(crate::capture::ReadAhead::new(file)) };
+        let file = if own_bytes { Source::new(crate::capture::ReadAhead::new(file)) } else { file };
         // Without the GIL: a live input's file header may take a while to come, and a signal's watcher thread
         // must be able to run meanwhile (`cachescope/trace/live.py`).
         let parser = py.detach(|| parse::CaptureParser::new(file, path, &config)).map_err(trace_err)?;

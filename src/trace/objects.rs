@@ -139,23 +139,20 @@ impl RecentKeys {
     }
 }
 
-/// Every id of `ids` replaced by its key (`numeric_key`), on two threads for a large batch unless `threads`
-/// (`crate::threads`) allows only one: hashing is most of the time an object trace takes to read, and the
-/// simulation waits for the batch.
+/// Every id of `ids` replaced by its key (`numeric_key`), a large batch in two halves run on up to two
+/// threads as `threads` allows (`crate::threads`): hashing is most of the time an object trace takes to read,
+/// and the simulation waits for the batch.
 pub fn numeric_keys_in_place(ids: &mut [u64], threads: usize) {
     const PARALLEL_MIN: usize = 1 << 16;
-    let hash = |part: &mut [u64]| {
+    fn hash(part: &mut [u64]) {
         let mut recent = RecentKeys::new();
         part.iter_mut().for_each(|k| *k = recent.key(*k));
-    };
-    if ids.len() < PARALLEL_MIN || threads == 1 {
+    }
+    if ids.len() < PARALLEL_MIN {
         return hash(ids);
     }
     let (a, b) = ids.split_at_mut(ids.len() / 2);
-    std::thread::scope(|s| {
-        s.spawn(|| hash(a));
-        hash(b);
-    });
+    crate::threads::run_jobs(threads, vec![Box::new(move || hash(a)), Box::new(move || hash(b))]);
 }
 
 /// The op a request's operation name stands for (memcached's and Twitter's names, and libCacheSim's), case
