@@ -17,7 +17,7 @@ libcachesim maps its trace file, so its peak includes those file pages (24 bytes
 of the growth is kept apart ("file MiB"). A contender is shown by its fastest run, and all its runs must report
 the same hits.
 """
-import argparse, gc, importlib.metadata, json, os, platform, subprocess, sys, tempfile, time
+import argparse, compileall, functools, gc, importlib.metadata, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +183,7 @@ def run_worker(script, a, name, *extra, label=None):
 def run_with_peak(script, *args, cwd=None):
     """`python SCRIPT ARGS...` as a whole process, to its end (a failure ends the benchmark); returns (wall
     seconds, its stdout, its peak resident memory in bytes, measured by peak.py inside it)."""
+    _compile_modules()
     with tempfile.NamedTemporaryFile(suffix=".peak") as peak:
         cmd = [sys.executable, str(HERE / "peak.py"), str(script), *map(str, args)]
         t = time.perf_counter()
@@ -191,6 +192,13 @@ def run_with_peak(script, *args, cwd=None):
         if out.returncode != 0:
             raise SystemExit(f"\n!!! {' '.join(cmd)} failed:\n{out.stderr}")
         return seconds, out.stdout, int(Path(peak.name).read_text())
+
+
+@functools.cache
+def _compile_modules():
+    """cachescope's modules compiled, as every run of a checkout but its first finds them: where
+    PYTHONDONTWRITEBYTECODE is set (some sandboxes), each whole-process run would compile the edited ones again."""
+    compileall.compile_dir(str(HERE.parent / "cachescope"), quiet=1)
 
 
 def interleaved(jobs, repeat):

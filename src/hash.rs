@@ -28,15 +28,21 @@ pub fn key_hash(key: &[u8]) -> u64 {
 /// without reading it back byte by byte: a numeric id's digits are made in a register (`numeric_key`).
 #[inline]
 pub fn key_hash_word(word: u64, len: usize) -> u64 {
-    debug_assert!((1..=8).contains(&len) && (len == 8 || word >> (8 * len) == 0));
-    let bytes = word.to_le_bytes();
+    if word & 0x8080_8080_8080_8080 == 0 {
+        return key_hash_ascii_word(word, len);
+    }
     let hi = xxh3_word(word, len) >> 32;
-    let java = if word & 0x8080_8080_8080_8080 == 0 {
-        java_hash_word(word << (8 * (8 - len)))
-    } else {
-        java_string_hash(&bytes[..len])
-    };
-    (hi << 32) | (hi ^ u64::from(java))
+    (hi << 32) | (hi ^ u64::from(java_string_hash(&word.to_le_bytes()[..len])))
+}
+
+/// `key_hash_word` of bytes all below 0x80 (a numeric id's digits): no loop left, so it inlines into a loop
+/// that hashes several ids side by side (`numeric_key_inlined`).
+#[inline(always)]
+pub fn key_hash_ascii_word(word: u64, len: usize) -> u64 {
+    debug_assert!((1..=8).contains(&len) && (len == 8 || word >> (8 * len) == 0));
+    debug_assert!(word & 0x8080_8080_8080_8080 == 0);
+    let hi = xxh3_word(word, len) >> 32;
+    (hi << 32) | (hi ^ u64::from(java_hash_word(word << (8 * (8 - len)))))
 }
 
 /// The first 24 bytes of xxh3's default secret, all its short inputs read.
@@ -58,7 +64,7 @@ const fn secret64(at: usize) -> u64 {
 /// arithmetic as the library's short inputs (`xxh3_64_1to3`, `xxh3_64_4to8`), on the register rather than on
 /// bytes stored and read back, and without its dispatch on the length of a slice (an object trace hashes an
 /// id's digits so at every record; tested equal to the library for every length).
-#[inline]
+#[inline(always)]
 pub fn xxh3_word(word: u64, len: usize) -> u64 {
     debug_assert!((1..=8).contains(&len));
     if len >= 4 {
@@ -145,7 +151,7 @@ fn java_utf16_hash(text: &[u8]) -> u32 {
 
 /// `sum(b[j] * 31^(7-j))` over the eight bytes of `w` (b[0] its lowest) for bytes below 0x80: adjacent
 /// bytes paired in 16-bit lanes, pairs in 32-bit lanes, no lane overflowing.
-#[inline]
+#[inline(always)]
 fn java_hash_word(w: u64) -> u32 {
     const BYTES: u64 = 0x00ff_00ff_00ff_00ff;
     const PAIRS: u64 = 0x0000_ffff_0000_ffff;

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO
 from script_prelude import run_then
 
-HEAVY = ("pandas", "pyarrow", "pyarrow.compute", "matplotlib", "tqdm")
+HEAVY = ("pandas", "pyarrow", "pyarrow.compute", "matplotlib", "tqdm", "numpy.ma")
 PCAP = REPO / "sample_traces" / "feature_store.pcap"
 PORT = json.loads((REPO / "sample_traces" / "feature_store.truth.json").read_text())["port"]
 
@@ -82,6 +82,13 @@ def test_summary_rows_are_the_frames_records(commands_trace):
         assert len(records) == 2 and records[0]["lookups"] > 1000
         frame = result.summary.to_dict("records")
         assert repr(records) == repr(frame)
+
+
+def test_a_sampled_curve_of_an_object_trace_imports_nothing_heavy(tmp_path_factory):
+    """The sampled curve of an oracleGeneral trace (auto capacities: numpy.ma, 20 ms, came with np.unique), a
+    run whose whole time at 10^7 lookups is a few tenths of a second."""
+    trace = parsed_sample(tmp_path_factory, "t.oracleGeneral")
+    assert imported("simulate.py", trace, "--curve", "lru", "--sample", "1%", "--json", "--no-progress") == []
 
 
 @pytest.fixture(scope="module")

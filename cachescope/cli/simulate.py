@@ -226,8 +226,8 @@ def main(argv=None, prog: str = "simulate.py") -> int:
             write_report(result, where, feature_names=list(names.values()) if names else None)
         print(f"wrote the report to {args.report}", file=sys.stderr)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        # One write: dumped to the stream, it went out in hundreds of small writes on an unbuffered stdout.
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
         print(format_summary(result))
     return 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from cachescope.errors import UsageError
+from cachescope.simulate.median import median
 
 ROUTES = ("random", "round-robin", "entity", "key-pattern", "client")
 MAX_PODS = 10_000
@@ -93,7 +94,7 @@ def fleet_columns(fleet: dict, unit: str, hosts=()) -> dict:
                      **({"client": hosts[i]} if fleet["route"] == "client" and i < len(hosts) else {})}
                     for i, (p, r) in enumerate(zip(pods, rates))],
         "pod_hit_rate_min": float(busy.min()),
-        "pod_hit_rate_median": float(np.median(busy)),
+        "pod_hit_rate_median": median(busy),
         "pod_hit_rate_max": float(busy.max()),
         "load_imbalance": float(lookups.max() / lookups.mean()) if lookups.mean() > 0 else 1.0,
         "resident_total": int(sum(p["resident"] for p in pods)),

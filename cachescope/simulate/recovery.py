@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cachescope.simulate.median import median
+
 RECOVERY_FRACTION = 0.95
 
 
@@ -40,7 +42,7 @@ def steady_hit_rate(times: np.ndarray, rates: np.ndarray, starts: np.ndarray) ->
     settled = np.zeros(len(times), dtype=bool)
     for start, end in zip(starts, ends):
         settled |= (times >= start + (end - start) // 2) & (times < end)
-    return float(np.median(rates[settled])) if settled.any() else np.nan
+    return median(rates[settled]) if settled.any() else np.nan
 
 
 def recovery_time(times: np.ndarray, rates: np.ndarray, start: int, steady: float):
