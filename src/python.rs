@@ -439,7 +439,8 @@ impl ObjectReader {
 #[pyclass(module = "cachescope._native")]
 struct CaptureParser {
     // Parsed on a thread of its own, one batch ahead (see `parse::ahead`), from a file read ahead on a third
-    // (`capture::ReadAhead`; the reader takes its 1 MiB blocks, a BufReader in between would only copy).
+    // (`capture::ReadAhead`; the reader takes its 1 MiB blocks, a BufReader in between would only copy); or,
+    // under a limit of one thread, on the caller's alone.
     inner: parse::ParseAhead,
 }
 
@@ -448,22 +449,32 @@ impl CaptureParser {
     /// `fd`, `head` and `stop` as for `TextReader`. `head_start`: (rows, batches), the first `batches` batches
     /// of `rows` rows (at most 4) are parsed from now on, before `next_batch` asks for them with the same
     /// `rows`; numpy is imported meanwhile (parse.py imports pyarrow after: the parse overlaps both).
+    /// `threads`: the threads it may take (`crate::threads`; None: no limit); with 1, the file is read and
+    /// parsed on the caller's thread as it asks for each batch (a Dask task given one thread), and a head start
+    /// is ignored.
     #[new]
-    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new(), stop=None, head_start=None))]
+    #[pyo3(signature = (path, ports, anonymize_salt=None, fd=None, head=Vec::new(), stop=None, head_start=None,
+                        threads=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(py: Python<'_>, path: &str, ports: Vec<u16>, anonymize_salt: Option<u64>, fd: Option<i32>, head: Vec<u8>,
-           stop: Option<PyRef<'_, StopFlag>>, head_start: Option<(usize, usize)>) -> PyResult<Self> {
+           stop: Option<PyRef<'_, StopFlag>>, head_start: Option<(usize, usize)>, threads: Option<usize>)
+           -> PyResult<Self> {
+        let threads = threads.unwrap_or(crate::threads::UNLIMITED);
+        let head_start = head_start.filter(|_| threads != 1);
         if head_start.is_none() {
             numpy_ready(py);
         }
-        let (file, own_bytes) = open_threaded(path, fd, head, stop.as_deref(), crate::threads::UNLIMITED)?;
+        let (file, own_bytes) = open_threaded(path, fd, head, stop.as_deref(), threads)?;
         let config = parse::ParseConfig { ports, anonymize_salt, ..parse::ParseConfig::default() };
         // A plain file is read ahead in blocks; a compressed one already is, and a live input hands over what
         // each read gives (`Stoppable`).
-        let file = if own_bytes { Source::new(crate::capture::ReadAhead::new(file)) } else { file };
+        let file = if own_bytes && threads != 1 { Source::new(crate::capture::ReadAhead::new(file)) } else { file };
         // Without the GIL: a live input's file header may take a while to come, and a signal's watcher thread
         // must be able to run meanwhile (`cachescope/trace/live.py`).
         let parser = py.detach(|| parse::CaptureParser::new(file, path, &config)).map_err(trace_err)?;
+        if threads == 1 {
+            return Ok(CaptureParser { inner: parse::ParseAhead::on_callers_thread(parser) });
+        }
         let mut inner = parse::ParseAhead::new(parser);
         if let Some((rows, batches)) = head_start {
             inner.head_start(rows, batches);
@@ -486,12 +497,6 @@ impl CaptureParser {
     #[getter]
     fn bytes_read(&self) -> u64 {
         self.inner.offset()
-    }
-
-    /// The next batch is parsed when asked for, not while the caller works on this one: one core, not two
-    /// (a Dask task given one thread).
-    fn one_at_a_time(&mut self) {
-        self.inner.one_at_a_time();
     }
 
     fn cmd_names(&self) -> Vec<String> {

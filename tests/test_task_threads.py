@@ -1,6 +1,6 @@
 """A task on a Dask worker takes the threads its worker was given, no more: a real scheduler and a worker
 started with one thread (`dask worker --nthreads 1`), as a user starts them, run a sweep of several
-simulations over a keys trace and a Parquet trace. Measured in the worker, the task takes about one core (its
+simulations over a keys trace, a Parquet trace, an oracleGeneral trace (plain and zstd) and a capture. Measured in the worker, the task takes about one core (its
 process's CPU time over its wall time) and its own thread does the work (the process's CPU time over the
 task thread's), where the same sweep run here, outside any worker, has other threads do most of it (the
 simulations on threads of their own, the trace read beside them). The results are the same.
@@ -10,6 +10,7 @@ machine, and the cores of this one are shared with other work."""
 
 import os
 import resource
+import struct
 import subprocess
 import threading
 import time
@@ -87,8 +88,44 @@ def traces(tmp_path_factory):
     oracle_path = d / "lookups.oracleGeneral"
     oracle_path.write_bytes(records.tobytes())
     subprocess.run(["zstd", "-q", "-f", str(oracle_path), "-o", str(oracle_path) + ".zst"], check=True)
+    pcap_path = d / "lookups.pcap"
+    pcap_path.write_bytes(_capture_of_gets(keys[:CAPTURE_LOOKUPS]))
     return {"keys": str(keys_path), "parquet": str(parquet_path), "oracleGeneral": str(oracle_path),
-            "oracleGeneral.zst": str(oracle_path) + ".zst"}
+            "oracleGeneral.zst": str(oracle_path) + ".zst", "pcap": str(pcap_path)}
+
+
+CAPTURE_LOOKUPS = 500_000
+
+
+def _capture_of_gets(keys, connections: int = 8, pipeline: int = 100) -> bytes:
+    """A pcap of `connections` connections to port 6379 taking turns, each pipelining `pipeline` GETs of the
+    next keys, then their replies (one segment each way, 1 us apart): Ethernet, IPv4 and TCP headers packed
+    here, checksums zero (the parser does not check them)."""
+    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)]
+    server, t = (bytes([10, 0, 0, 1]), 6379), 1_700_000_000 * 10**9
+    seq = {}  # the next sequence number of each direction of each connection, by (source, destination)
+
+    def segment(src, dst, payload, flags):
+        nonlocal t
+        t += 1000
+        tcp = struct.pack("!HHIIBBHHH", src[1], dst[1], seq.get((src, dst), 1000) & 0xFFFFFFFF,
+                          seq.get((dst, src), 1000) & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 1, 0x4000, 64, 6, 0, src[0], dst[0])
+        frame = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload
+        out.append(struct.pack("<IIII", *divmod(t, 10**9), len(frame), len(frame)) + frame)
+        seq[src, dst] = seq.get((src, dst), 1000) + len(payload) + (flags & 0x02 != 0)
+
+    clients = [(bytes([10, 1, 0, c]), 40000 + c) for c in range(connections)]
+    for c in clients:  # handshakes: SYN, SYN-ACK, ACK
+        segment(c, server, b"", 0x02)
+        segment(server, c, b"", 0x12)
+        segment(c, server, b"", 0x10)
+    for i, at in enumerate(range(0, len(keys), pipeline)):
+        c, batch = clients[i % connections], keys[at:at + pipeline]
+        segment(c, server, b"".join(b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(k), k)
+                                    for k in (b"user:%d" % k for k in batch.tolist())), 0x18)
+        segment(server, c, b"$10\r\nvalue-0123\r\n" * len(batch), 0x18)
+    return b"".join(out)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +143,7 @@ def one_thread_worker():
             yield client
 
 
-@pytest.mark.parametrize("fmt", ["keys", "parquet", "oracleGeneral", "oracleGeneral.zst"])
+@pytest.mark.parametrize("fmt", ["keys", "parquet", "oracleGeneral", "oracleGeneral.zst", "pcap"])
 def test_a_task_on_a_one_thread_worker_takes_one_core_and_the_serial_path_more(traces, one_thread_worker, fmt):
     path = traces[fmt]
     on_worker = one_thread_worker.submit(measured_sweep, path, pure=False).result()

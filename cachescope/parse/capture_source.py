@@ -70,11 +70,10 @@ class CaptureRows:
         # A fresh salt per parse: anonymized keys are consistent within the trace and useless outside it.
         salt = (secrets.randbits(64) if salt is None else salt) if anonymize else None
         try:
-            self._parser = _native.CaptureParser(self.path, self.ports, salt, **native_args)
+            # A task given one thread parses on it, as it asks for each batch (threads.py).
+            self._parser = _native.CaptureParser(self.path, self.ports, salt, **native_args, threads=task_threads())
         except (_native.NativeTraceError, OSError) as e:
             raise TraceFormatError(str(e)) from None
-        if task_threads() == 1:
-            self._parser.one_at_a_time()  # a task given one thread: parsing and the caller take turns (threads.py)
         self.stats: dict = {}
 
     @property

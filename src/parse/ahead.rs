@@ -7,6 +7,8 @@
 //! parse and its start-up overlap too. With each batch comes the parser's state when that batch was cut
 //! (counters, offset, new command names), so what the caller reads alongside a batch is what the plain parser
 //! would have shown at that point, and an error arrives at the same point of the stream with the same message.
+//! A task given one thread (`crate::threads`) parses on the caller's thread instead (`on_callers_thread`),
+//! through the same step the worker takes, so that both hand out the same batches and state.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -35,16 +37,17 @@ struct Progress {
 
 pub struct ParseAhead {
     path: String,
-    /// `min_rows` of each batch asked for; None once the parse has ended or failed.
+    /// `min_rows` of each batch asked for; None once the parse has ended or failed, or when it runs on the
+    /// caller's thread.
     requests: Option<SyncSender<usize>>,
     /// In a Mutex only so that the parser can be shared between threads (Python objects must be); it is
     /// reached through `&mut self` (`get_mut`), never locked.
     replies: Mutex<Receiver<(Parsed, Progress)>>,
+    /// The parse itself when it runs on the caller's thread (`on_callers_thread`), in a Mutex as `replies`;
+    /// None once it has ended.
+    here: Option<Mutex<Step>>,
     /// Batches asked for and not yet handed out (the one being parsed ahead, or those of a head start).
     asked: usize,
-    /// Batches asked for at each `next_batch`: this one and the next (2), or this one alone (1: the parse
-    /// and the caller take turns on one core, as a task given one thread must: `crate::threads`).
-    depth: usize,
     /// Where the parse stopped, repeated to any later call.
     failed: Option<TraceError>,
     offset: u64,
@@ -55,34 +58,63 @@ pub struct ParseAhead {
     cmd_names: Vec<String>,
 }
 
+/// One batch of at least the rows asked for, and the parser's state after it: what the worker does for each
+/// request, or the caller itself on its own thread.
+type Step = Box<dyn FnMut(usize) -> (Parsed, Progress) + Send>;
+
+fn step_of<R: Read + Send + 'static>(mut parser: CaptureParser<R>) -> Step {
+    let mut names_sent = 0;
+    Box::new(move |min_rows| {
+        let parsed = parser.next_batch(min_rows);
+        let progress = Progress {
+            offset: parser.offset(),
+            counters: parser.counters(),
+            other_commands: parser.row_stats().other_commands.clone(),
+            error_replies: parser.row_stats().error_replies.clone(),
+            error_commands: parser.row_stats().error_commands.clone(),
+            new_cmd_names: parser.cmd_names()[names_sent..].to_vec(),
+        };
+        names_sent = parser.cmd_names().len();
+        (parsed, progress)
+    })
+}
+
 impl ParseAhead {
     /// Starts the worker thread; it parses nothing until the first `next_batch`.
     pub fn new<R: Read + Send + 'static>(parser: CaptureParser<R>) -> ParseAhead {
-        let path = parser.path.clone();
-        let counters = parser.counters();
         // Two requests are outstanding at most (this batch and the next), but for a head start.
         let (requests, asked) = sync_channel(MAX_HEAD_START);
         let (done, replies) = sync_channel(MAX_HEAD_START);
-        thread::spawn(move || work(parser, asked, done));
+        let mut ahead = ParseAhead::idle(&parser, replies);
+        let step = step_of(parser);
+        thread::spawn(move || work(step, asked, done));
+        ahead.requests = Some(requests);
+        ahead
+    }
+
+    /// The same batches, each parsed on the caller's thread when it asks: no thread of its own (a task given
+    /// one thread, `crate::threads`). A head start asks for nothing ahead.
+    pub fn on_callers_thread<R: Read + Send + 'static>(parser: CaptureParser<R>) -> ParseAhead {
+        let mut ahead = ParseAhead::idle(&parser, sync_channel(0).1);
+        ahead.here = Some(Mutex::new(step_of(parser)));
+        ahead
+    }
+
+    fn idle<R: Read>(parser: &CaptureParser<R>, replies: Receiver<(Parsed, Progress)>) -> ParseAhead {
         ParseAhead {
-            path,
-            requests: Some(requests),
+            path: parser.path.clone(),
+            requests: None,
             replies: Mutex::new(replies),
+            here: None,
             asked: 0,
-            depth: 2,
             failed: None,
             offset: 0,
-            counters,
+            counters: parser.counters(),
             other_commands: BTreeMap::new(),
             error_replies: BTreeMap::new(),
             error_commands: BTreeMap::new(),
             cmd_names: Vec::new(),
         }
-    }
-
-    /// From now on the next batch is parsed only when asked for, not while the caller works on this one.
-    pub fn one_at_a_time(&mut self) {
-        self.depth = 1;
     }
 
     /// Asks for the first `batches` batches (at most `MAX_HEAD_START`) of `min_rows` rows now, before the
@@ -102,17 +134,22 @@ impl ParseAhead {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let Some(requests) = &self.requests else { return Ok(None) };
-        // This batch (unless already parsed ahead), then the next one, so the worker goes on at once. A send
-        // fails only once the worker has stopped, after its last reply, which is still received below.
-        while self.asked < self.depth {
-            let _ = requests.send(min_rows);
-            self.asked += 1;
-        }
-        self.asked -= 1;
-        let replies = self.replies.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Ok((parsed, progress)) = replies.recv() else {
-            return self.stop(Err(TraceError::whole(&self.path, "the parser thread stopped unexpectedly")));
+        let (parsed, progress) = if let Some(here) = &mut self.here {
+            (here.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()))(min_rows)
+        } else {
+            let Some(requests) = &self.requests else { return Ok(None) };
+            // This batch (unless already parsed ahead), then the next one, so the worker goes on at once. A
+            // send fails only once the worker has stopped, after its last reply, which is still received below.
+            while self.asked < 2 {
+                let _ = requests.send(min_rows);
+                self.asked += 1;
+            }
+            self.asked -= 1;
+            let replies = self.replies.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let Ok(reply) = replies.recv() else {
+                return self.stop(Err(TraceError::whole(&self.path, "the parser thread stopped unexpectedly")));
+            };
+            reply
         };
         self.offset = progress.offset;
         self.counters = progress.counters;
@@ -128,6 +165,7 @@ impl ParseAhead {
 
     fn stop(&mut self, last: Parsed) -> Parsed {
         self.requests = None;
+        self.here = None;
         self.asked = 0;
         self.failed = last.as_ref().err().cloned();
         last
@@ -163,20 +201,10 @@ impl ParseAhead {
 }
 
 /// The worker: one batch per request, until the capture ends, an error, or the caller is gone.
-fn work<R: Read>(mut parser: CaptureParser<R>, asked: Receiver<usize>, done: SyncSender<(Parsed, Progress)>) {
-    let mut names_sent = 0;
+fn work(mut step: Step, asked: Receiver<usize>, done: SyncSender<(Parsed, Progress)>) {
     for min_rows in asked {
-        let parsed = parser.next_batch(min_rows);
+        let (parsed, progress) = step(min_rows);
         let last = !matches!(parsed, Ok(Some(_)));
-        let progress = Progress {
-            offset: parser.offset(),
-            counters: parser.counters(),
-            other_commands: parser.row_stats().other_commands.clone(),
-            error_replies: parser.row_stats().error_replies.clone(),
-            error_commands: parser.row_stats().error_commands.clone(),
-            new_cmd_names: parser.cmd_names()[names_sent..].to_vec(),
-        };
-        names_sent = parser.cmd_names().len();
         if done.send((parsed, progress)).is_err() || last {
             return;
         }

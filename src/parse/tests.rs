@@ -149,11 +149,17 @@ fn run_plain(bytes: Vec<u8>, min_rows: usize) -> Run {
     (batches, end, p.cmd_names().to_vec())
 }
 
-/// Parsed ahead, after a head start of `head` batches.
-fn run_ahead(bytes: Vec<u8>, min_rows: usize, head: usize) -> Run {
+/// Parsed ahead, after a head start of `head` batches; or, without a head start, on this thread (None).
+fn run_ahead(bytes: Vec<u8>, min_rows: usize, head: Option<usize>) -> Run {
     let p = CaptureParser::new(Cursor::new(bytes), "test.pcap", &ParseConfig::default()).unwrap();
-    let mut p = ParseAhead::new(p);
-    p.head_start(min_rows, head);
+    let mut p = match head {
+        Some(head) => {
+            let mut p = ParseAhead::new(p);
+            p.head_start(min_rows, head);
+            p
+        }
+        None => ParseAhead::on_callers_thread(p),
+    };
     let mut batches = Vec::new();
     let end = loop {
         match p.next_batch(min_rows) {
@@ -173,8 +179,8 @@ fn run_ahead(bytes: Vec<u8>, min_rows: usize, head: usize) -> Run {
     (batches, end, p.cmd_names().to_vec())
 }
 
-/// Head starts of none, one, the most, and more than the most batches.
-const HEADS: [usize; 4] = [0, 1, super::ahead::MAX_HEAD_START, 9];
+/// Head starts of none, one, the most, and more than the most batches; and parsed on the caller's thread.
+const HEADS: [Option<usize>; 5] = [Some(0), Some(1), Some(super::ahead::MAX_HEAD_START), Some(9), None];
 
 #[test]
 fn parsing_ahead_hands_out_the_same_batches_and_state() {
@@ -183,7 +189,7 @@ fn parsing_ahead_hands_out_the_same_batches_and_state() {
         assert!(plain.1.is_ok());
         assert!(min_rows > 1 || plain.0.len() > super::ahead::MAX_HEAD_START, "more batches than a head start");
         for head in HEADS {
-            assert_eq!(run_ahead(capture(), min_rows, head), plain, "batches of at least {min_rows} rows, {head} ahead");
+            assert_eq!(run_ahead(capture(), min_rows, head), plain, "batches of at least {min_rows} rows, {head:?} ahead");
         }
     }
 }
@@ -197,7 +203,7 @@ fn parsing_ahead_fails_where_the_plain_parser_does() {
         let message = plain.1.as_ref().unwrap_err().to_string();
         assert!(message.starts_with("test.pcap") && message.contains("snap length"), "{message}");
         for head in HEADS {
-            assert_eq!(run_ahead(bytes.clone(), min_rows, head), plain, "batches of at least {min_rows} rows, {head} ahead");
+            assert_eq!(run_ahead(bytes.clone(), min_rows, head), plain, "batches of at least {min_rows} rows, {head:?} ahead");
         }
     }
 }
