@@ -33,7 +33,13 @@ impl Slices {
     /// The key's place in [0, MODULUS).
     #[inline]
     pub fn value(key: u64) -> u64 {
-        mix64(key) >> 40
+        Slices::value_mixed(mix64(key))
+    }
+
+    /// `value` from the key's `mix64`.
+    #[inline]
+    pub fn value_mixed(h: u64) -> u64 {
+        h >> 40
     }
 
     /// The sample holding the key, and the key's place within the sample's range.

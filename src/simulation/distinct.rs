@@ -133,7 +133,14 @@ pub struct Raise {
 #[inline]
 pub fn register_of(key: u64) -> (usize, u8) {
     // The trace's key hashes are not uniform in every bit (`crate::hash`): mixed first.
-    let h = mix64(key ^ 0x9e37_79b9_7f4a_7c15);
+    register_of_mixed(mix64(key))
+}
+
+/// `register_of` from the key's `mix64`, which the sampled scan has at hand (`Slices::value` is its top bits):
+/// one mix a record instead of two. The index is the top bits too, so a sample's keys fall in a few registers;
+/// the sketch counts every key, whose indexes stay uniform and their ranks (the other bits) independent of them.
+#[inline]
+pub fn register_of_mixed(h: u64) -> (usize, u8) {
     let index = (h >> Q) as usize;
     let rank = ((h << P) | (1 << (P - 1))).leading_zeros() as u8 + 1;
     (index, rank)

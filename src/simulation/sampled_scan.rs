@@ -10,8 +10,9 @@
 //! sketch's registers after every read are the same, since a raise a thread drops is one its own range, or
 //! the registers before the stretch, already hold.
 
-use super::distinct::{register_of, Raise};
+use super::distinct::{register_of_mixed, Raise};
 use crate::curve::sample::Slices;
+use crate::hash::mix64;
 use crate::threads::{self, Job};
 use crate::trace::objects::numeric_key_inlined;
 use crate::trace::oracle_general::{NS, RECORD};
@@ -102,12 +103,13 @@ fn scan_range(range: &[u8], plan: &ScanPlan<'_>) -> RangeScan {
                 i += 1;
                 continue;
             }
-            if Slices::value(key) < plan.sampled_below {
+            let mixed = mix64(key);
+            if Slices::value_mixed(mixed) < plan.sampled_below {
                 out.keys.push(key);
                 out.ts_ns.push(ts_of(rec));
                 out.value_sizes.push(size);
             }
-            let (register, rank) = register_of(key);
+            let (register, rank) = register_of_mixed(mixed);
             if rank > registers[register] {
                 registers[register] = rank;
                 out.raises.push(Raise { at: lookups, register: register as u32, rank });
