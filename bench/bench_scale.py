@@ -5,9 +5,13 @@ as it would be alone (its own options after `--`), one after the other, so that 
     python bench/bench_scale.py                        # anchors, then dask, then billion (hours at 1e9)
     python bench/bench_scale.py --only anchors,dask    # the figures the issue holds to, about 30 min
     python bench/bench_scale.py --only billion -- --scales 1e7,1e8
+    python bench/bench_scale.py --only anchors,dask --anchors "--mrc-exact-timeout 700" --dask "--repeat 2"
+
+Options after `--` go to every section; `--anchors`, `--dask` and `--billion` give one section its own.
 """
 
 import argparse
+import shlex
 import subprocess
 import sys
 import time
@@ -27,6 +31,8 @@ def main() -> int:
     own = argv[:argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--only", default=",".join(SECTIONS), help=f"sections, comma list of {', '.join(SECTIONS)}")
+    for name in SECTIONS:
+        p.add_argument(f"--{name}", default="", metavar="OPTIONS", help=f"options of {SECTIONS[name]} alone, quoted")
     a = p.parse_args(own)
     chosen = [s.strip() for s in a.only.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in SECTIONS]
@@ -34,9 +40,10 @@ def main() -> int:
         p.error(f"unknown section {unknown[0]!r}: choose among {', '.join(SECTIONS)}")
     failed = []
     for name in chosen:
-        print(f"\n=== {name}: bench/scale/{SECTIONS[name]} {' '.join(extra)}", flush=True)
+        args = [*shlex.split(getattr(a, name)), *extra]
+        print(f"\n=== {name}: bench/scale/{SECTIONS[name]} {shlex.join(args)}", flush=True)
         start = time.monotonic()
-        code = subprocess.call([sys.executable, str(SCALE / SECTIONS[name]), *extra])
+        code = subprocess.call([sys.executable, str(SCALE / SECTIONS[name]), *args])
         print(f"=== {name}: exit {code}, {time.monotonic() - start:.0f} s", flush=True)
         if code:
             failed.append(name)
