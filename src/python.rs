@@ -364,7 +364,8 @@ impl ObjectReader {
                     let map = crate::input::mapped::Mapped::of(&file)
                         .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
                     if let Some(map) = map {
-                        reader = reader.mapped(map);
+                        // Under a limit of one thread, unmapped by the caller (`crate::threads`).
+                        reader = reader.mapped(if threads == 1 { map } else { map.unmapped_beside() });
                     }
                 }
                 ObjectReaderKind::OracleGeneral(reader)
