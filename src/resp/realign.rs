@@ -1,8 +1,8 @@
 //! Realignment after a loss of replies: which reply answers which command, told by the replies' shapes.
 //!
 //! After reply bytes of a connection are lost, the replies of an unknown number of the commands waiting went
-//! with them. Once the reply stream is read again from a frame start (at a quiet moment, see `session`), the
-//! replies that follow answer the commands held in order, one each, from some unknown offset on: reply `j`
+//! with them. Once the reply stream is read again from a frame start (found at the next quiet moment, from
+//! where the frames read since the loss begin: `reframe`), the replies that follow answer the commands held in order, one each, from some unknown offset on: reply `j`
 //! answers command `j + s`, the first s commands having lost theirs. Commands and replies are held here,
 //! unpaired, and each offset still possible is tested on every (reply, command) pair it makes: the reply must
 //! have begun after the command ended, and be of a shape the command can get (`summary::compatible`: an MGET

@@ -30,7 +30,9 @@
 //! (UN)SUBSCRIBE). Then all the client had sent has been answered, if the client waits for its replies
 //! before it sends more (request-response, or pipelines of batches as redis-py sends them): C's reply is the
 //! next frame. When the reply stream itself lost its frame boundaries, a first turn restarts the reply parser
-//! (a new reply begins after a quiet turn) and a second one resumes pairing. A client that pipelines without
+//! (a new reply begins after a quiet turn) and a second one resumes pairing; the frames read between the loss
+//! and the first turn are found again there, in the reply bytes kept meanwhile (`reframe`), for the
+//! realignment of the commands held (which may resume pairing at once). A client that pipelines without
 //! ever waiting offers no turn and its commands stay `Unknown`. Two checks catch what slips through: a reply
 //! that starts before its command ended, or whose shape cannot answer it (`summary::compatible`), stops
 //! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
