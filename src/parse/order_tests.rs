@@ -357,8 +357,9 @@ fn pairing_resumes_after_a_lost_reply_segment_and_a_lost_request_segment_pairs_n
             }
         }
         if !lost[0].0 {
-            // The replies after the loss are realigned within its batch: only the commands whose reply was
-            // lost, and those held until the next quiet moment found the frames again, stay unpaired.
+            // The replies after the loss are realigned within its batch (their frames found again at the next
+            // quiet moment): only the commands whose reply was lost or cut, and those whose replies' leading
+            // frames could be the cut reply's, stay unpaired.
             assert!(counter(&counters, "realigned_replies") > 0);
             assert!(paired.len() * 10 >= rows * 8, "{} of {rows} rows paired", paired.len());
         }
@@ -367,8 +368,10 @@ fn pairing_resumes_after_a_lost_reply_segment_and_a_lost_request_segment_pairs_n
 
 #[test]
 fn replies_whose_shapes_fit_at_two_offsets_are_not_paired() {
-    // GET and SET in turn: after a lost reply, shifting the replies by two fits as well as the true offset
-    // does, whatever the run: nothing tells them apart, so nothing after the loss is paired.
+    // GET and SET in turn: after two lost replies, shifting the replies by two fits as well as the true offset
+    // does, whatever the run: nothing tells them apart, so nothing after the loss is paired. (With one lost,
+    // the frames found again up to the next batch leave no room for the shift: the replies before a command
+    // was sent cannot answer it, and with none lost before them the shift back is not possible either.)
     let batches: Vec<Vec<(Vec<u8>, Vec<u8>)>> = (0..3)
         .map(|b| {
             (0..40)
@@ -383,7 +386,7 @@ fn replies_whose_shapes_fit_at_two_offsets_are_not_paired() {
                 .collect()
         })
         .collect();
-    let (paired, _, counters) = paired_rows(&pipelined(&batches, &[(false, 45)]));
+    let (paired, _, counters) = paired_rows(&pipelined(&batches, &[(false, 45), (false, 46)]));
     assert_eq!(counter(&counters, "realigned_replies"), 0);
     // Paired: the first batch, and the replies before the loss in the second.
     assert_eq!(paired.len(), 40 + 5);

@@ -23,6 +23,7 @@ mod lockstep;
 mod plain_text;
 mod redact;
 mod realign;
+mod reframe;
 mod reply;
 mod request;
 mod resync;

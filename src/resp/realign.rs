@@ -1,8 +1,8 @@
 //! Realignment after a loss of replies: which reply answers which command, told by the replies' shapes.
 //!
 //! After reply bytes of a connection are lost, the replies of an unknown number of the commands waiting went
-//! with them. Once the reply stream is read again from a frame start (at a quiet moment, see `session`), the
-//! replies that follow answer the commands held in order, one each, from some unknown offset on: reply `j`
+//! with them. Once the reply stream is read again from a frame start (found at the next quiet moment, from
+//! where the frames read since the loss begin: `reframe`), the replies that follow answer the commands held in order, one each, from some unknown offset on: reply `j`
 //! answers command `j + s`, the first s commands having lost theirs. Commands and replies are held here,
 //! unpaired, and each offset still possible is tested on every (reply, command) pair it makes: the reply must
 //! have begun after the command ended, and be of a shape the command can get (`summary::compatible`: an MGET
@@ -27,6 +27,7 @@
 
 use std::collections::VecDeque;
 
+use super::reframe::ReplyBound;
 use super::reply::{Kind, Node};
 use super::summary::{compatible, Class, Stored};
 
@@ -82,6 +83,8 @@ pub(crate) struct Held {
     pub class: Class,
     pub argc: u32,
     pub end_ts: i64,
+    /// What its reply can hold (`reframe`); None when anything.
+    pub bound: Option<ReplyBound>,
 }
 
 /// A reply waiting for the offset.
@@ -139,6 +142,18 @@ impl Realign {
     /// Replies seen so far: the offsets are fixed.
     pub fn started(&self) -> bool {
         !self.alive.is_empty()
+    }
+
+    /// What the replies still owed can hold, for finding frames again (`reframe`): None when a command held
+    /// may get any reply, or replies are owed to commands not held (of kinds nobody knows).
+    pub fn reply_bound(&self) -> Option<ReplyBound> {
+        if self.unseen > 0 {
+            return None;
+        }
+        self.cmds.iter().try_fold(ReplyBound { elements: 0, values: false }, |b, c| {
+            let c = c.bound?;
+            Some(ReplyBound { elements: b.elements.max(c.elements), values: b.values || c.values })
+        })
     }
 
     /// More commands whose replies may come without them being held.

@@ -30,7 +30,9 @@
 //! (UN)SUBSCRIBE). Then all the client had sent has been answered, if the client waits for its replies
 //! before it sends more (request-response, or pipelines of batches as redis-py sends them): C's reply is the
 //! next frame. When the reply stream itself lost its frame boundaries, a first turn restarts the reply parser
-//! (a new reply begins after a quiet turn) and a second one resumes pairing. A client that pipelines without
+//! (a new reply begins after a quiet turn) and a second one resumes pairing; the frames read between the loss
+//! and the first turn are found again there, in the reply bytes kept meanwhile (`reframe`), for the
+//! realignment of the commands held (which may resume pairing at once). A client that pipelines without
 //! ever waiting offers no turn and its commands stay `Unknown`. Two checks catch what slips through: a reply
 //! that starts before its command ended, or whose shape cannot answer it (`summary::compatible`), stops
 //! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
@@ -58,6 +60,7 @@ use super::batch::Batches;
 use super::lockstep::Lockstep;
 use super::command::Command;
 use super::realign::{self, Held, Outcome, Realign};
+use super::reframe::{self, reply_bound, Unframed};
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
@@ -172,6 +175,8 @@ pub struct Session {
     pairing: Pairing,
     /// The reply parser's frame boundaries are the stream's (false after a reply-side loss).
     framed: bool,
+    /// Reply bytes kept while `framed` is false, for a realignment to find frames in (`reframe`).
+    unframed: Unframed,
     modes: Modes,
     owed: Owed,
     reply_bytes: u64,
@@ -236,6 +241,7 @@ impl Session {
             waiting: 0,
             pairing: if mid { Pairing::Unsynced } else { Pairing::Synced },
             framed: !mid,
+            unframed: Unframed::default(),
             modes: Modes {
                 client_reply: ClientReply::On,
                 proto: 2,
@@ -285,6 +291,7 @@ impl Session {
             + self.replies.spans.held() * 8
             + self.queue.capacity() * std::mem::size_of::<Pending>()
             + self.owed.ends.capacity() * 8
+            + self.unframed.held_bytes()
             + self.realign.as_ref().map_or(0, |r| {
                 r.cmds.capacity() * std::mem::size_of::<Held>() + r.frames.capacity() * std::mem::size_of::<realign::Frame>()
             })
@@ -494,6 +501,9 @@ impl Session {
         self.give_up_realign(out);
         let unseen = owed.saturating_add(std::mem::take(&mut self.lost_requests).bound(self.inline_seen));
         self.realign = Some(Box::new(Realign::new(unseen, self.timing_holds())));
+        if !self.framed {
+            self.unframed.start(self.reply_bytes);
+        }
     }
 
     /// Whether a realignment starting now may count replies: the client waits for its replies, and every
@@ -520,19 +530,34 @@ impl Session {
             self.lost_requests = realign::LostRequests::default();
             // (How many replies the loss took is unknown: no count of them tells the offset.)
             let mut r = Realign::new(self.skip, false);
+            let held: Vec<Held> =
+                self.queue.iter().filter(|p| p.wait == Wait::Reply).map(|p| self.held(p.id, p.class, &p.cmd)).collect();
             for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
                 p.wait = Wait::Align;
+            }
+            for h in held {
                 // Outcomes come with replies only: none yet.
-                let _ = r.push_cmd(Held { id: p.id, class: p.class, argc: p.cmd.argc, end_ts: p.cmd.end_ts });
+                let _ = r.push_cmd(h);
             }
             self.waiting = 0;
             self.realign = Some(Box::new(r));
         }
         self.lose_pairing(out);
+        if self.realign.is_some() && !self.framed {
+            // The replies read until frames are found again may answer the commands held.
+            self.unframed.start(self.reply_bytes);
+        }
+    }
+
+    /// A command as a realignment holds it.
+    fn held(&self, id: u64, class: Class, cmd: &Parsed) -> Held {
+        let bound = reply_bound(class, cmd.argc, self.args_of(cmd).get(0));
+        Held { id, class, argc: cmd.argc, end_ts: cmd.end_ts, bound }
     }
 
     /// Ends the realignment under way: its commands come out with their replies unknown, its replies unpaired.
     fn give_up_realign(&mut self, out: &mut impl FnMut(&Command)) {
+        self.unframed.stop();
         let Some(r) = self.realign.take() else { return };
         for c in &r.cmds {
             let i = self.index_of(c.id);
@@ -592,6 +617,7 @@ impl Session {
     /// Offset `s` is confirmed: held reply j answers held command j + s. Pairing is certain again from there.
     fn realigned(&mut self, s: i64, out: &mut impl FnMut(&Command)) {
         let Some(r) = self.realign.take() else { return };
+        self.unframed.stop();
         let answered_to = r.frames.len() as i64 + s;
         for (j, f) in r.frames.iter().enumerate() {
             let i = j as i64 + s;
@@ -689,12 +715,20 @@ impl Session {
             // A turn needs a trusted request stream: not after a loss of unknown extent, not while commands
             // read after a resync are still on probation (one dropped later may have been real).
             let trusted = !self.request_lost && !self.req.on_probation();
-            if self.pairing == Pairing::Unsynced && !trusted && self.realign.is_some() {
-                // Pairing cannot resume at a turn, but the replies' frames can be found again there for the
-                // realignment to pair them.
-                self.reframe_at_turn(&cmd);
+            let turn = self.pairing == Pairing::Unsynced && self.quiet(&cmd);
+            // At a turn with the reply stream's frame boundaries lost, the reply parser restarts (a new
+            // reply begins after a quiet turn); pairing resumes at the next turn. Where pairing cannot
+            // resume at a turn, the replies' frames are still found again there for the realignment.
+            let reframed = turn && !self.framed && (trusted || self.realign.is_some());
+            if reframed {
+                self.reframe(Some(cmd.ts), out);
+                if trusted {
+                    self.owed.clear();
+                }
             }
-            if self.pairing == Pairing::Unsynced && trusted && self.at_turn(&cmd) {
+            if self.pairing == Pairing::Synced {
+                // The frames found again confirmed the realignment: this command waits for its reply.
+            } else if turn && trusted && !reframed && self.rep.at_boundary() && self.owed.settled() {
                 self.give_up_realign(out);
                 self.pairing = Pairing::Synced;
                 self.stats.pairing_resyncs += 1;
@@ -715,8 +749,9 @@ impl Session {
         self.queue.push_back(p);
         self.fix_cursor();
         if p.wait == Wait::Align {
+            let held = self.held(id, class, &cmd);
             if let Some(r) = self.realign.as_mut() {
-                let outcome = r.push_cmd(Held { id, class, argc: cmd.argc, end_ts: cmd.end_ts });
+                let outcome = r.push_cmd(held);
                 self.realign_outcome(outcome, out);
             }
         }
@@ -765,33 +800,46 @@ impl Session {
         expects
     }
 
-    /// At a turn with the reply stream's frame boundaries lost, restarts the reply parser (as `at_turn`).
-    fn reframe_at_turn(&mut self, cmd: &Parsed) {
-        let quiet =
-            cmd.mark == self.reply_bytes && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
-        if quiet && !self.framed {
-            self.rep.reset();
-            self.framed = true;
-            self.stats.reply_resyncs += 1;
-        }
+    /// Whether `cmd` was sent at a turn (see the module comment): the server quiet while it was sent, after
+    /// it spoke since the previous command ended. Pairing can resume there when the reply parser is at a
+    /// frame boundary and every command seen since the loss was plausibly answered.
+    fn quiet(&self, cmd: &Parsed) -> bool {
+        cmd.mark == self.reply_bytes && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end)
     }
 
-    /// Whether `cmd` is a turn where pairing can resume (see the module comment). At a turn with the reply
-    /// stream's frame boundaries lost, restarts the reply parser instead.
-    fn at_turn(&mut self, cmd: &Parsed) -> bool {
-        let quiet =
-            cmd.mark == self.reply_bytes && self.last_reply_ts.is_some_and(|t| t < cmd.ts && t >= self.prev_end);
-        if !quiet {
-            return false;
+    /// The reply stream is at a frame boundary again (a turn): the reply parser restarts here, and the
+    /// frames read since the frame boundaries were lost are found again in the bytes kept meanwhile
+    /// (`reframe`), for the realignment under way; they are read as they would have been as they came.
+    /// `now`: when the command that made the turn was sent (no frame before it answers it or a later one).
+    fn reframe(&mut self, now: Option<i64>, out: &mut impl FnMut(&Command)) {
+        let kept = self.unframed.take();
+        self.rep.reset();
+        self.framed = true;
+        self.stats.reply_resyncs += 1;
+        let Some(bound) = self.realign.as_ref().and_then(|r| r.reply_bound()) else { return };
+        let Some(start) = reframe::first_frame(&kept.bytes, self.limits, bound) else { return };
+        self.stats.reply_skipped_bytes -= (kept.bytes.len() - start) as u64;
+        for (k, &(at, ts)) in kept.chunks.iter().enumerate() {
+            let end = kept.chunks.get(k + 1).map_or(kept.bytes.len(), |c| c.0);
+            if end <= start {
+                continue;
+            }
+            let (_, frames, valid) = self.frames_in(ts, &kept.bytes[at.max(start)..end], usize::MAX, out);
+            if frames > 0 {
+                self.batches.frame_completed(kept.base + end as u64);
+            }
+            if !valid {
+                // (The frames were read whole once already: not expected.)
+                self.stats.invalid_replies += 1;
+                self.lose_frames();
+                self.replies_lost(out);
+                return;
+            }
         }
-        if !self.framed {
-            self.rep.reset();
-            self.framed = true;
-            self.stats.reply_resyncs += 1;
-            self.owed.clear();
-            return false;
+        if let (Some(now), Some(r)) = (now, self.realign.as_mut()) {
+            let outcome = r.time_passes(now);
+            self.realign_outcome(outcome, out);
         }
-        self.rep.at_boundary() && self.owed.settled()
     }
 
     /// Whether a reply arriving now at `ts`, while the reply stream's frame boundaries are lost, begins at a
@@ -939,16 +987,36 @@ impl Session {
         if !self.framed && self.held_turn(ts) {
             // The server speaks after a command it may answer, quiet since that command began: a reply
             // begins here (as at a turn), which may confirm it (`answer_held`).
-            self.rep.reset();
-            self.framed = true;
-            self.stats.reply_resyncs += 1;
+            self.reframe(None, out);
         }
         self.last_reply_ts = Some(ts);
         if !self.framed {
+            self.unframed.push(ts, data, self.limits.max_pending_bytes);
             self.reply_bytes += data.len() as u64;
             self.stats.reply_skipped_bytes += data.len() as u64;
             return data.len();
         }
+        let (pos, frames, valid) = self.frames_in(ts, data, max_frames, out);
+        if !valid {
+            self.stats.invalid_replies += 1;
+            self.stats.reply_skipped_bytes += (data.len() - pos) as u64;
+            self.reply_bytes += data.len() as u64;
+            self.lose_frames();
+            self.replies_lost(out);
+            return data.len();
+        }
+        // Counted once parsed: nothing on the request side reads it meanwhile.
+        self.reply_bytes += pos as u64;
+        if frames > 0 {
+            self.batches.frame_completed(self.reply_bytes);
+        }
+        pos
+    }
+
+    /// Reads frames from `data` (from a frame boundary, or inside the frame begun), `max_frames` at most;
+    /// returns the bytes taken, the frames completed, and false when the bytes are not RESP (taken up to
+    /// where that was seen).
+    fn frames_in(&mut self, ts: i64, data: &[u8], max_frames: usize, out: &mut impl FnMut(&Command)) -> (usize, usize, bool) {
         let (mut pos, mut frames) = (0, 0);
         while pos < data.len() && frames < max_frames {
             if self.rep.at_boundary() {
@@ -963,22 +1031,10 @@ impl Session {
                     self.on_frame(out);
                 }
                 Step::More => {}
-                Step::Invalid => {
-                    self.stats.invalid_replies += 1;
-                    self.stats.reply_skipped_bytes += (data.len() - pos) as u64;
-                    self.reply_bytes += data.len() as u64;
-                    self.lose_frames();
-                    self.replies_lost(out);
-                    return data.len();
-                }
+                Step::Invalid => return (pos, frames, false),
             }
         }
-        // Counted once parsed: nothing on the request side reads it meanwhile.
-        self.reply_bytes += pos as u64;
-        if frames > 0 {
-            self.batches.frame_completed(self.reply_bytes);
-        }
-        pos
+        (pos, frames, true)
     }
 
     /// What to keep of the next frame, given the command it will answer.
@@ -1004,6 +1060,8 @@ impl Session {
     fn lose_frames(&mut self) {
         self.framed = false;
         self.rep.reset();
+        // Bytes kept before the loss do not run on into those after it.
+        self.unframed.stop();
     }
 
     /// Pairing is lost: every command waiting gets `Unknown`; replies are unpaired until a turn.

@@ -12,7 +12,8 @@ is parsed by the real parser, and every seed must hold:
 After a lost segment, either way, replies pair again from their shapes once they fit the commands at one offset
 only (the offsets after a lost client segment allowing for every command its bytes could hold), or, after a lost
 client segment on a connection that waits for its replies (the loader's SETs, all `+OK`), once the count of
-replies before its next batches gives the offset.
+replies before its next batches gives the offset. After a lost server segment, the replies read until the next
+quiet moment are found again there (the frames that follow one another up to it) rather than lost with it.
 """
 
 from __future__ import annotations
@@ -176,10 +177,15 @@ def test_after_random_packet_losses_no_reply_is_paired_wrongly(lossy_runs):
     assert kept >= 0.95 * sent
 
 
-# Reached: 88.7% on a saved capture (82.6% there with reply shapes alone, 35.2% before the realignment after
-# client losses); five fresh captures 82.1-89.5%. The figure moves with the capture, so the floor asserted is
-# below all of them, and the target apart.
-REACHED = 0.75
+# Reached, since the replies after a lost server segment are found again before the next quiet moment: 93.8% on
+# a saved capture; five fresh captures 93.0%, 93.3%, 94.4%, 91.7% and 88.6% (before: 88.7% on the saved capture,
+# 82.1-89.5% on five fresh ones; 82.6% with reply shapes alone, 35.2% before any realignment after client
+# losses). The pipelining connections pair 95-97% on every capture; the loader moves it: on the 88.6% capture
+# (recorded under a load of 7) its server answered part of most of its 200-command pipelines while they were
+# still being sent (52 such boundaries against 11 clean, where the saved capture has 2 against 119), so timing
+# is refused and the loader pairs 29% (72% on the saved capture). The floor asserted is below every capture
+# seen and below what the worst gives with the loader wholly unpaired (85.4%); the target apart.
+REACHED = 0.84
 
 
 def test_at_one_percent_loss_most_kept_commands_are_paired(lossy_runs):
@@ -187,11 +193,12 @@ def test_at_one_percent_loss_most_kept_commands_are_paired(lossy_runs):
     assert paired >= REACHED * kept, "\n".join(r[0] for r in lossy_runs)
 
 
-# Not strict: a capture that happens to reach 90% shows as XPASS, where a strict mark at a point's distance from
-# the target would fail the suite on a good run.
-@pytest.mark.xfail(strict=False, reason="issue 27 item 3's target, not met: 82-89.5% (see REACHED); the loader "
-                                        "stays unknown after a loss in its first batch (3 of 24 seeds) or after "
-                                        "its server answered part of a pipeline still being sent")
+# Not strict: a capture that reaches 90% (four of the five above) shows as XPASS, where a strict mark would fail
+# the suite on a good run.
+@pytest.mark.xfail(strict=False, reason="issue 27 item 3's target, met on most captures (88.6-94.4%, see "
+                                        "REACHED), not on one whose loader had its pipelines answered in part "
+                                        "while still sent (timing refused for good), nor after a loss in the "
+                                        "loader's first batch")
 def test_at_one_percent_loss_ninety_percent_of_kept_commands_are_paired(lossy_runs):
     kept, paired = (sum(r[i] for r in lossy_runs) for i in (2, 3))
     assert paired >= 0.9 * kept, "\n".join(r[0] for r in lossy_runs)

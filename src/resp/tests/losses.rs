@@ -342,7 +342,7 @@ fn an_http_request_on_the_redis_port_is_invalid_after_its_request_line() {
 /// that many bulks of `i` bytes), a DEL (the integer `i`), a GET (a bulk of `i` bytes), in no periodic order
 /// (shapes repeating with a period fit every offset a period apart). Returns its bytes, its reply's and the
 /// reply expected.
-fn telling(i: usize) -> (Vec<u8>, Vec<u8>, Owned) {
+pub(super) fn telling(i: usize) -> (Vec<u8>, Vec<u8>, Owned) {
     let v = vec![b'x'; i];
     match (i * i / 7) % 3 {
         0 => {

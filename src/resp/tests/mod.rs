@@ -7,5 +7,6 @@ mod pairing;
 mod pickup;
 mod planted;
 mod props;
+mod reframing;
 mod timing;
 mod traffic;

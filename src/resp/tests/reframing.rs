@@ -1,0 +1,69 @@
+//! Replies found again after a loss of reply bytes, before the next quiet moment: the reply bytes read
+//! after the loss are kept, and at the quiet moment the frames among them (`reframe`) go to the
+//! realignment, which pairs them once their shapes fit the commands held at one offset. Before, every reply
+//! up to the next quiet moment was lost with the loss: on a pipelining connection, the rest of the pipeline.
+
+use super::losses::telling;
+use crate::resp::testgen::{array, bulk, cmds, Owned, Run};
+use crate::resp::Direction;
+
+/// A pipeline of 60 commands (`telling`, but for commands 19 to 21: a GET of a 200-byte value, `cut`, a DEL
+/// answered `:21`), whose reply bytes lose those from the middle of reply 19's value to `into` bytes into
+/// reply 20; then, at a quiet moment, a pipeline of 15 more. Returns the replies got and those expected of
+/// the commands whose replies were not lost (19 and 20: unknown).
+fn run(cut: (Vec<u8>, Vec<u8>, Owned), into: usize) -> (Vec<Owned>, Vec<Owned>) {
+    let mut ops: Vec<_> = (0..75).map(telling).collect();
+    ops[19] = (cmds("GET k19"), bulk(&[b'y'; 200]), Owned::Bulk(200));
+    ops[20] = cut;
+    ops[21] = (cmds("DEL d21"), b":21\r\n".to_vec(), Owned::Integer(21));
+    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
+    let mut r = Run::new();
+    r.req(10, &bytes(0, 60, 0));
+    let replies = bytes(0, 60, 1);
+    let (from, to) = (bytes(0, 19, 1).len() + 100, bytes(0, 20, 1).len() + into);
+    let half = (to + replies.len()) / 2;
+    r.rep(20, &replies[..from]);
+    r.gap(Direction::Reply, 21, (to - from) as u64);
+    r.rep(21, &replies[to..half]);
+    r.rep(22, &replies[half..]);
+    r.req(30, &bytes(60, 75, 0));
+    r.rep(40, &bytes(60, 75, 1));
+    r.finish();
+    let got = r.got.iter().map(|g| g.reply.clone()).collect();
+    let want = ops.iter().enumerate().map(|(i, o)| if i == 19 || i == 20 { Owned::Unknown } else { o.2.clone() }).collect();
+    (got, want)
+}
+
+/// The value's text holds CRLFs and what reads as replies (`:1`, `-ERR`), which no chain of frames to the
+/// quiet moment passes through; the replies from the DEL after it on are paired.
+#[test]
+fn replies_after_a_reply_loss_are_paired_before_the_next_quiet_moment() {
+    let value = b"abc\r\n:1\r\n-ERR not a reply\r\n$3\r\nxyz\r\n*2\r\nend of the value";
+    let (got, want) = run((cmds("GET k20"), bulk(value), Owned::Bulk(value.len() as u32)), 6);
+    assert_eq!(got, want);
+}
+
+/// An MGET's reply cut by the loss leaves elements that read as bulk frames of their own: they are not taken
+/// for replies (the MGETs held ask for 6 elements at most), and the replies from the DEL after it on are
+/// paired. Taken for replies, they fit no offset (the MGET they would answer wants an array), so the
+/// realignment gave up and nothing after the loss was paired.
+#[test]
+fn the_elements_left_of_an_mget_reply_cut_by_the_loss_are_not_replies() {
+    let v: Vec<u8> = vec![b'z'; 30];
+    let items: Vec<Option<&[u8]>> = vec![Some(&v), None, Some(&v), Some(&v), Some(&v)];
+    let mget = (cmds("MGET a b c d e"), array(&items), Owned::Array(vec![Some(30), None, Some(30), Some(30), Some(30)]));
+    // Into the value of the third element: the fourth and fifth are left whole.
+    let (got, want) = run(mget, 4 + 7 + 30 + 2 + 5 + 5 + 10);
+    assert_eq!(got, want);
+}
+
+/// A value whose text ends in a line that reads as an error (`\r\n-ERR ...`, the CRLF after the value
+/// ending it) gives a frame just before the first reply after the loss; an error fits any command, so the
+/// shapes cannot refuse it. Line frames leading the frames found are not used when a command held gets
+/// values in its reply: taken, this one was paired with the GET whose value spelled it.
+#[test]
+fn a_line_a_value_spells_after_a_reply_loss_is_not_taken_for_a_reply() {
+    let value = b"some text\r\n-ERR spelled by the value";
+    let (got, want) = run((cmds("GET k20"), bulk(value), Owned::Bulk(value.len() as u32)), 6);
+    assert_eq!(got, want);
+}
