@@ -25,7 +25,7 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
     elif fmt == "parquet":
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, pre_buffer=False)  # which holds what it read until the file's end (trace/parquet.py)
         names = [c for c in COLUMNS if c in pf.schema_arrow.names]
         yield from (_arrow_columns(rb) for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=names))
     else:

@@ -76,7 +76,8 @@ def ordered(streams: list[Stream]) -> list[Stream]:
 
 def _open_parquet(f: str, fs) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(fs.open(f, "rb") if fs is not None else f)
+        # Without pre_buffer, which holds what it read of a file until its end (parquet.py).
+        return pq.ParquetFile(fs.open(f, "rb") if fs is not None else f, pre_buffer=False)
     except (pa.ArrowException, OSError) as e:
         raise TraceFormatError(f"{f}: not a readable Parquet file ({e})") from None
 

@@ -91,11 +91,12 @@ def sequential_batches(spans: list[Span], columns: list[str], batch_rows: int, f
     conn_base = req_base = 0
     for span in spans:
         try:
-            pf = pq.ParquetFile(fs.open(span.file, "rb") if fs is not None else span.file)
+            # Without pre_buffer, which holds what it read of a file until its end (parquet.py).
+            pf = pq.ParquetFile(fs.open(span.file, "rb") if fs is not None else span.file, pre_buffer=False)
             dictionaries = _dictionary_encoded(pf, ("key", "field"))
             if dictionaries:
                 pf = pq.ParquetFile(fs.open(span.file, "rb") if fs is not None else span.file,
-                                    read_dictionary=dictionaries)
+                                    read_dictionary=dictionaries, pre_buffer=False)
             names = pf.schema_arrow.names
             for rb in pf.iter_batches(batch_size=batch_rows, columns=[c for c in columns if c in names],
                                       use_threads=use_threads):
