@@ -23,9 +23,9 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
 
         yield from (_arrow_columns(rb) for rb in CaptureRows(path, ports).record_batches())
     elif fmt == "parquet":
-        import pyarrow.parquet as pq
+        from cachescope.trace.parquet import parquet_file
 
-        pf = pq.ParquetFile(path, pre_buffer=False)  # which holds what it read until the file's end (trace/parquet.py)
+        pf = parquet_file(path)
         names = [c for c in COLUMNS if c in pf.schema_arrow.names]
         yield from (_arrow_columns(rb) for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=names))
     else:

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from cachescope.errors import TraceFormatError, UsageError
 from cachescope.threads import task_threads
 from cachescope.trace.dataset_sequence import sequential_batches, sequential_parts
+from cachescope.trace.parquet import parquet_file
 from cachescope.trace.readers import SourceRouting, TraceInfo
 from cachescope.trace.timemerge import Stream, merge_streams
 
@@ -76,8 +77,7 @@ def ordered(streams: list[Stream]) -> list[Stream]:
 
 def _open_parquet(f: str, fs) -> pq.ParquetFile:
     try:
-        # Without pre_buffer, which holds what it read of a file until its end (parquet.py).
-        return pq.ParquetFile(fs.open(f, "rb") if fs is not None else f, pre_buffer=False)
+        return parquet_file(f, fs)
     except (pa.ArrowException, OSError) as e:
         raise TraceFormatError(f"{f}: not a readable Parquet file ({e})") from None
 

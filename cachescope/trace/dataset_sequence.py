@@ -86,17 +86,12 @@ def sequential_batches(spans: list[Span], columns: list[str], batch_rows: int, f
     """Each part's record batches in turn, `columns` only (those it has), keys and fields read as dictionaries
     where they are stored with one, `conn` and `req` shifted past the parts before. `use_threads`: pyarrow
     decodes the columns on its own threads."""
-    from cachescope.trace.parquet import _dictionary_encoded
+    from cachescope.trace.parquet import trace_parquet_file
 
     conn_base = req_base = 0
     for span in spans:
         try:
-            # Without pre_buffer, which holds what it read of a file until its end (parquet.py).
-            pf = pq.ParquetFile(fs.open(span.file, "rb") if fs is not None else span.file, pre_buffer=False)
-            dictionaries = _dictionary_encoded(pf, ("key", "field"))
-            if dictionaries:
-                pf = pq.ParquetFile(fs.open(span.file, "rb") if fs is not None else span.file,
-                                    read_dictionary=dictionaries, pre_buffer=False)
+            pf = trace_parquet_file(span.file, fs)
             names = pf.schema_arrow.names
             for rb in pf.iter_batches(batch_size=batch_rows, columns=[c for c in columns if c in names],
                                       use_threads=use_threads):

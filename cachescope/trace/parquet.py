@@ -20,10 +20,23 @@ _OP_CODES = {"read": 0, "write": 1, "delete": 2}
 UNKNOWN_SIZE = np.uint32(2**32 - 1)
 # pyarrow's iter_batches holds about a batch's worth of decoded rows per column and then some: decoding alone
 # the bench's 5 MB trace peaked at 290 MiB at 1 M rows a batch, at 150 MiB at parse.py's row group size.
-# Every Parquet file is read without `pre_buffer` (pyarrow's default): its cache of the ranges read ahead kept
-# every row group read so far until the file's end, so memory grew with the file (a 67 M-row part of the
-# billion-lookup dataset: 6 bytes a row, 200 MiB by its 35 M-th row, against a flat 124 MiB without it).
 BATCH_ROWS = 1 << 17
+
+
+def parquet_file(path, fs=None, read_dictionary=None) -> pq.ParquetFile:
+    """`path` (on `fs`, an fsspec filesystem, when given) opened to read its batches, `read_dictionary` columns
+    as dictionaries. Without pyarrow's `pre_buffer` (its default): its cache of the ranges read ahead kept every
+    row group read so far until the file's end, so memory grew with the file (a 67 M-row part of the
+    billion-lookup dataset: 6 bytes a row, 200 MiB by its 35 M-th row, against a flat 124 MiB without it)."""
+    return pq.ParquetFile(fs.open(path, "rb") if fs is not None else path, read_dictionary=read_dictionary,
+                          pre_buffer=False)
+
+
+def trace_parquet_file(path, fs=None) -> pq.ParquetFile:
+    """`parquet_file` with the key and field columns read as dictionaries where they are stored with one."""
+    pf = parquet_file(path, fs)
+    dictionaries = _dictionary_encoded(pf, ("key", "field"))
+    return parquet_file(path, fs, dictionaries) if dictionaries else pf
 
 
 def read_parquet_batches(src, batch_events: int, use_threads: bool = True) -> Iterator[dict]:
@@ -31,10 +44,7 @@ def read_parquet_batches(src, batch_events: int, use_threads: bool = True) -> It
     and fills `src.info`; `use_threads`: pyarrow decodes the columns on its own threads."""
     path = src.path
     try:
-        pf = pq.ParquetFile(path, pre_buffer=False)
-        dictionaries = _dictionary_encoded(pf, ("key", "field"))
-        if dictionaries:
-            pf = pq.ParquetFile(path, read_dictionary=dictionaries, pre_buffer=False)
+        pf = trace_parquet_file(path)
     except (pa.ArrowException, OSError) as e:
         raise TraceFormatError(f"{path}: not a readable Parquet file ({e})") from None
     names = pf.schema_arrow.names
