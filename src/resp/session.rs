@@ -33,7 +33,9 @@
 //! (a new reply begins after a quiet turn) and a second one resumes pairing; the frames read between the loss
 //! and the first turn are found again there, in the reply bytes kept meanwhile (`reframe`), for the
 //! realignment of the commands held (which may resume pairing at once). A client that pipelines without
-//! ever waiting offers no turn and its commands stay `Unknown`. Two checks catch what slips through: a reply
+//! ever waiting offers no turn and its commands stay `Unknown`; nor does one that showed it keeps commands
+//! in flight (a dirty boundary, `lockstep`: its server may fall quiet with replies still owed, as one
+//! lagging a long pipeline does), whose quiet moments only restart the reply parser. Two checks catch what slips through: a reply
 //! that starts before its command ended, or whose shape cannot answer it (`summary::compatible`), stops
 //! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
 //! so a turn needs them first.
@@ -728,7 +730,9 @@ impl Session {
             }
             if self.pairing == Pairing::Synced {
                 // The frames found again confirmed the realignment: this command waits for its reply.
-            } else if turn && trusted && !reframed && self.rep.at_boundary() && self.owed.settled() {
+            } else if turn && trusted && !reframed && self.rep.at_boundary() && self.owed.settled()
+                && !self.lockstep.seen_dirty()
+            {
                 self.give_up_realign(out);
                 self.pairing = Pairing::Synced;
                 self.stats.pairing_resyncs += 1;

@@ -7,7 +7,8 @@ the TCP data packets are dropped at random from the capture (a seeded RNG, many 
 is parsed by the real parser, and every seed must hold:
   - every kept command is one the client sent, in the order it sent them on its connection;
   - every paired reply is the one the server sent that command: its reply time falls within the pipeline's
-    round trip as the client timed it, and a read's found / value sizes are what redis-py got back;
+    round trip as the client timed it and is the one the capture parsed whole gives it (a loader's SETs, all
+    `+OK`, are told apart so only), and a read's found / value sizes are what redis-py got back;
   - at least 90% of the kept commands have their reply (over all seeds).
 After a lost segment, either way, replies pair again from their shapes once they fit the commands at one offset
 only (the offsets after a lost client segment allowing for every command its bytes could hold), or, after a lost
@@ -111,8 +112,33 @@ def commands_of(df) -> dict:
     return out
 
 
-def check(df, truth) -> tuple[int, int, int]:
-    """Holds the parsed trace to the truth; returns (commands sent, kept, kept with their reply)."""
+def occurrences(cmds: list) -> list[tuple]:
+    """A key per command of `commands_of`'s list that names it in another parse of the same capture: what was
+    sent and when, and which of the identical commands sent in one segment (they share a time) it is."""
+    seen: dict = {}
+    keys = []
+    for cmd, rows, ts, *_ in cmds:
+        key = (cmd, tuple(rows), int(ts))
+        seen[key] = seen.get(key, 0) + 1
+        keys.append(key + (seen[key],))
+    return keys
+
+
+def reply_times(df) -> dict:
+    """{client: ({occurrence: reply time}, {every reply time})} of a parse (the lossless one's: the truth of
+    which reply each command got)."""
+    out = {}
+    for client, cmds in commands_of(df.sort_values(["conn", "req"], kind="stable")).items():
+        times = {k: int(c[2]) + int(c[3]) for k, c in zip(occurrences(cmds), cmds) if c[3] is not None}
+        out[client] = (times, set(times.values()))
+    return out
+
+
+def check(df, truth, lossless: dict | None = None) -> tuple[int, int, int]:
+    """Holds the parsed trace to the truth; returns (commands sent, kept, kept with their reply). With
+    `lossless` (`reply_times` of the capture before packets were dropped): a paired reply must be the one
+    the lossless parse gives that command, unless its time is no command's reply there (the drop took the
+    first copy of its segment and the reply came with the retransmission)."""
     sent = sum(len(p["commands"]) for c in truth["connections"] for p in c["pipelines"])
     kept = paired = 0
     by_client = {c["client"]: c for c in truth["connections"]}
@@ -120,7 +146,8 @@ def check(df, truth) -> tuple[int, int, int]:
         conn = by_client[client]
         flat = [(p, c) for p in conn["pipelines"] for c in p["commands"]]
         at = 0
-        for cmd, got, ts, latency, outcomes, errored in cmds:
+        times, every_time = lossless.get(client, ({}, set())) if lossless is not None else ({}, set())
+        for (cmd, got, ts, latency, outcomes, errored), key in zip(cmds, occurrences(cmds)):
             while at < len(flat) and not (flat[at][1]["cmd"] == cmd and rows_of(flat[at][1]) == got
                                           and flat[at][0]["t0"] - SLACK_NS <= ts <= flat[at][0]["t1"] + SLACK_NS):
                 at += 1
@@ -133,6 +160,9 @@ def check(df, truth) -> tuple[int, int, int]:
             paired += 1
             assert pipeline["t0"] - SLACK_NS <= ts + latency <= pipeline["t1"] + SLACK_NS, \
                 f"{conn['name']}: {cmd} paired with a reply from outside its pipeline's round trip"
+            reply_at = int(ts) + int(latency)
+            assert times.get(key, reply_at) == reply_at or reply_at not in every_time, \
+                f"{conn['name']}: {cmd} sent at {ts} paired with another command's reply (at {reply_at})"
             if cmd in ("GET", "HGET", "MGET", "HMGET"):
                 for size, (found, value_size) in zip(sizes_of(want), outcomes):
                     assert bool(found) == (size is not None), f"{conn['name']}: {cmd} paired with a wrong reply"
@@ -155,12 +185,13 @@ def lossy_runs(capture, tmp_path_factory):
     """Per seed: (line, sent, kept, paired), each filtered capture held to the truth (`check`) on the way."""
     pcap, truth = capture
     workdir = tmp_path_factory.mktemp("lossy")
+    lossless = reply_times(cachescope.parse_capture(str(pcap), ports=(6379,)))
     runs = []
     for seed in SEEDS:
         lossy = workdir / f"drop{seed}.pcap"
         dropped = drop_packets(pcap, lossy, seed, DROP)
         df = cachescope.parse_capture(str(lossy), ports=(6379,))
-        sent, kept, paired = check(df, truth)
+        sent, kept, paired = check(df, truth, lossless)
         stats = df.attrs["stats"]
         runs.append((f"seed {seed}: {dropped} packets dropped, {stats['gaps']} gaps; kept {kept}/{sent}, paired "
                      f"{paired}/{kept} ({paired / kept:.1%}), {stats['realigned_replies']} realigned", sent, kept,

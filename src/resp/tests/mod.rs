@@ -2,6 +2,7 @@
 
 mod depth;
 mod frames;
+mod lagging;
 mod losses;
 mod pairing;
 mod pickup;
