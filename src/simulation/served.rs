@@ -23,6 +23,8 @@ use crate::trace::reader::OP_READ;
 const KINDS: usize = 2;
 const COMMANDS: usize = 0;
 const TRIPS: usize = 1;
+/// Entities the map may hold before its first sweep (see `shrink`).
+const SWEEP_SLACK: usize = 1024;
 
 #[derive(Default)]
 struct Entity {
@@ -57,6 +59,9 @@ pub struct ServedSample {
     threshold: u64,
     max_keys: usize,
     entities: KeyMap<Entity>,
+    /// Size of `entities` past which `shrink` sweeps it, and the sweeps so far.
+    sweep_at: usize,
+    sweeps: u64,
     order: BTreeSet<(u64, u64)>,
     seen: KeySet,
     open_command: Option<Open>,
@@ -77,6 +82,8 @@ impl ServedSample {
             threshold: MODULUS,
             max_keys: max_keys.max(1),
             entities: KeyMap::default(),
+            sweep_at: SWEEP_SLACK,
+            sweeps: 0,
             order: BTreeSet::new(),
             seen: KeySet::default(),
             open_command: None,
@@ -189,9 +196,16 @@ impl ServedSample {
                 }
             }
         }
-        // Entities that had groups but no key left (none): counts of those above the threshold go too.
-        let threshold = self.threshold;
-        self.entities.retain(|_, e| e.place < threshold);
+        // Entities with groups but no key (none of their lookups a first reference) are not in `order`; those
+        // now above the threshold are never read again (`close` and `counts` skip them) and only take room.
+        // They are swept once the map has doubled since the last sweep: a sweep at every shrink scanned the
+        // whole map for each key the full sample took in (three quarters of a sampled run's time).
+        if self.entities.len() > self.sweep_at {
+            let threshold = self.threshold;
+            self.entities.retain(|_, e| e.place < threshold);
+            self.sweep_at = 2 * self.entities.len() + SWEEP_SLACK;
+            self.sweeps += 1;
+        }
     }
 
     /// The counts of commands and of round trips (None when the trace has no round trips), the groups still
@@ -279,6 +293,23 @@ mod tests {
         let sd = ((1.0 - c.rate) / (c.rate * c.rate) * c.sampled_unserved_squares as f64).sqrt();
         assert!((estimate - n as f64).abs() < 3.0 * sd, "{estimate} vs {n}, sd {sd}");
         assert!(sd < 0.05 * n as f64, "{sd}");
+    }
+
+    /// Keys pass through a full sample one by one (each entity read once): the map of entities is swept as it
+    /// doubles, not at every key the sample lets go (a sweep scans the whole map: quadratic in the trace).
+    #[test]
+    fn a_full_sample_sweeps_its_entities_as_the_map_doubles() {
+        let entities: Vec<u64> = (0..200_000).collect();
+        let (keys, ents, reqs) = hmgets(&entities, 1);
+        let mut ev = Events::reads(&keys);
+        ev.entities = Some(&ents);
+        ev.reqs = Some(&reqs);
+        let mut s = ServedSample::new(2_000);
+        s.feed(&ev);
+        // The sample lets go of some 9,000 entities (2,000 x ln 100) on the way, one shrink each.
+        assert!(s.counts().0.rate < 0.02, "{}", s.counts().0.rate);
+        assert!(s.sweeps <= 64, "{} sweeps", s.sweeps);
+        assert!(s.entities.len() <= 2 * s.order.len() + 2 * SWEEP_SLACK, "{} entities kept", s.entities.len());
     }
 
     #[test]
