@@ -97,6 +97,32 @@ def test_report_from_a_parquet_trace(traces):
     assert "S3-FIFO" in texts["limits"]  # a sampled curve says so
 
 
+def test_report_from_a_dataset_folder(traces):
+    """A folder of Parquet parts (what parse.py writes of a rotated capture) is read again for the anatomy, its
+    parts merged in time: the same section as the one-file trace's. It failed after the simulation, the
+    folder opened as one file, and named as a failure to write the report."""
+    part = traces / "dataset" / "host=a" / "part-0000.parquet"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    part.write_bytes((traces / "trace.parquet").read_bytes())
+    args = ("--curve", "lru", "--lru", "5000")
+    _, _, folder = _check_page(_report(traces, "dataset", traces / "dataset", *args))
+    _, _, one_file = _check_page(_report(traces, "one_file", traces / "trace.parquet", *args))
+    assert "bytes share" in folder["anatomy"]
+    made = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+")  # when its figures were drawn (their SVG metadata)
+    assert made.sub("", folder["anatomy"]) == made.sub("", one_file["anatomy"])
+
+
+def test_a_trace_gone_before_the_report_is_said_in_its_section(tmp_path):
+    """The trace is read again for the anatomy: one that is gone by then leaves that section saying so, and
+    the rest of the report is written."""
+    trace = tmp_path / "trace.keys"
+    trace.write_text("".join(f"GET k{i % 50}\n" for i in range(2000)))
+    result = cachescope.simulate_trace(str(trace), lru=[10])
+    trace.unlink()
+    out = result.report(str(tmp_path / "r.html"))
+    assert "reading the trace again failed" in open(out).read()
+
+
 def test_report_from_a_text_trace(traces):
     out = _report(traces, "text", traces / "trace.txt", "--lru", "1e3,1e4")
     _, _, texts = _check_page(out)

@@ -220,10 +220,12 @@ def main(argv=None, prog: str = "simulate.py") -> int:
             result.plot(where)
         print(f"wrote the plot to {args.plot}", file=sys.stderr)
     if args.report:
-        from cachescope.report import write_report
+        from cachescope.report.page import report_page
 
-        with output_file(args.report, "--report") as where:
-            write_report(result, where, feature_names=list(names.values()) if names else None)
+        # Made before the file is opened: a failure to read the trace again is not one to write the page.
+        page = report_page(result, feature_names=list(names.values()) if names else None)
+        with output_file(args.report, "--report") as where, open(where, "w", encoding="utf-8") as f:
+            f.write(page)
         print(f"wrote the report to {args.report}", file=sys.stderr)
     if args.json:
         # One write: dumped to the stream, it went out in hundreds of small writes on an unbuffered stdout.

@@ -65,8 +65,15 @@ def anatomy_of(result, capacity: int | None = None, names: dict | None = None):
         return None, "the result does not say which trace it came from (a TraceSource given to simulate_trace)"
     if not all(rereadable for *_, rereadable in inputs):
         return None, "the trace was read from a pipe, which can be read only once; save it to a file for this section"
+    import pyarrow as pa
+
+    from cachescope.errors import CachescopeError
+
     batches = chain.from_iterable(trace_columns(p, f, ports) for p, f, ports, _ in inputs)
-    return anatomy(batches, result.granularity, capacity, names), ""
+    try:
+        return anatomy(batches, result.granularity, capacity, names), ""
+    except (OSError, pa.ArrowException, CachescopeError) as e:  # moved or changed since the simulation read it
+        return None, f"reading the trace again failed: {e}"
 
 
 def anatomy(batches, granularity: str = "field", capacity: int | None = None, names: dict | None = None) -> Anatomy:

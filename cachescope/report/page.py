@@ -48,6 +48,13 @@ SECTION_IDS = ("input", "anatomy", "sizing", "timeline", "fleets", "limits")
 
 
 def write_report(result, path: str, feature_names=None, title: str | None = None) -> str:
+    """Writes the report of `result` to `path` (see `report_page`); returns `path`."""
+    _write(path, report_page(result, feature_names, title))
+    return path
+
+
+def report_page(result, feature_names=None, title: str | None = None) -> str:
+    """The report of `result` as one HTML page; `feature_names`: a file or list naming the features (field ids)."""
     from cachescope.report.features import read_feature_names
 
     names = None if feature_names is None else read_feature_names(feature_names)
@@ -78,8 +85,7 @@ def write_report(result, path: str, feature_names=None, title: str | None = None
         "the trace's commands, keys' prefixes, field ids and value sizes; no value of the traffic is read or "
         "shown.</footer></body></html>\n"
     )
-    _write(path, page)
-    return path
+    return page
 
 
 def _write(path: str, text: str) -> None:

@@ -3,7 +3,7 @@
 The simulation reads hashes (a reader holds no key text); the report's anatomy needs the text of two things
 only: a key's prefix (its entity type, `st_`, `cx_`) and a field's id (to name the feature). So the report
 reads the trace a second time, as rows of the trace schema: a capture through the parser, a Parquet trace
-column by column, a text trace (MONITOR, commands, keys) through the one reader of its format.
+column by column (a dataset's parts merged in time), a text trace (MONITOR, commands, keys) through the one reader of its format.
 Values are never read: only the names of commands, keys, fields, sizes and times."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import numpy as np
+
+from cachescope.trace.dataset_spec import is_dataset
 
 COLUMNS = ("ts_ns", "req", "op", "cmd", "key", "field", "value_size", "client", "error")
 BATCH_ROWS = 1 << 16
@@ -22,6 +24,13 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
         from cachescope.parse.capture_source import CaptureRows
 
         yield from (_arrow_columns(rb) for rb in CaptureRows(path, ports).record_batches())
+    elif fmt == "parquet" and is_dataset(path):
+        # A folder, glob or URL of parts: their rows merged in time, as the simulation read them.
+        from cachescope.trace.dataset import dataset_files, part_streams
+        from cachescope.trace.timemerge import merge_streams
+
+        fs, files = dataset_files(path)
+        yield from (_arrow_columns(rb) for rb in merge_streams(part_streams(files, fs)))
     elif fmt == "parquet":
         from cachescope.trace.parquet import parquet_file
 
