@@ -25,12 +25,17 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
 
         yield from (_arrow_columns(rb) for rb in CaptureRows(path, ports).record_batches())
     elif fmt == "parquet" and is_dataset(path):
-        # A folder, glob or URL of parts: their rows merged in time, as the simulation read them.
+        # A folder, glob or URL of parts, read as the simulation read them: one after another where they
+        # follow one another in time (a rotated capture), else their rows merged in time.
         from cachescope.trace.dataset import dataset_files, part_streams
+        from cachescope.trace.dataset_sequence import sequential_batches, sequential_parts
         from cachescope.trace.timemerge import merge_streams
 
         fs, files = dataset_files(path)
-        yield from (_arrow_columns(rb) for rb in merge_streams(part_streams(files, fs)))
+        spans = sequential_parts(files, fs)
+        batches = merge_streams(part_streams(files, fs)) if spans is None \
+            else sequential_batches(spans, list(COLUMNS), BATCH_ROWS, fs)
+        yield from (_arrow_columns(rb) for rb in batches)
     elif fmt == "parquet":
         from cachescope.trace.parquet import parquet_file
 
@@ -56,8 +61,13 @@ def _arrow_columns(rb) -> dict:
         if name == "ts_ns" and column.null_count:
             continue  # a text trace without a clock (commands, keys)
         if pa.types.is_dictionary(column.type):
-            values = np.asarray(column.dictionary.to_pylist() + [None], dtype=object)
+            # The entries this batch uses only: a column read as a dictionary carries its whole row group's
+            # (a million keys), which every batch of the row group would otherwise turn into strings again.
             index = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
+            used, index = np.unique(index, return_inverse=True)
+            named = used[used < len(column.dictionary)]
+            values = np.asarray(column.dictionary.take(pa.array(named)).to_pylist() + [None] * (len(used) - len(named)),
+                                dtype=object)
             out[name] = values[index]
         elif name in ("key", "field", "op", "cmd", "client", "error"):
             out[name] = column.to_numpy(zero_copy_only=False).astype(object)
