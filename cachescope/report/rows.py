@@ -3,8 +3,9 @@
 The simulation reads hashes (a reader holds no key text); the report's anatomy needs the text of two things
 only: a key's prefix (its entity type, `st_`, `cx_`) and a field's id (to name the feature). So the report
 reads the trace a second time, as rows of the trace schema: a capture through the parser, a Parquet trace
-column by column (a dataset's parts merged in time), a text trace (MONITOR, commands, keys) through the one reader of its format.
-Values are never read: only the names of commands, keys, fields, sizes and times."""
+column by column (a dataset's parts as the simulation reads them), a text trace (MONITOR, commands, keys)
+through the one reader of its format. Values are never read: only the names of commands, keys, fields,
+sizes and times."""
 
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ def _arrow_columns(rb) -> dict:
             # (a million keys), which every batch of the row group would otherwise turn into strings again.
             index = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
             used, index = np.unique(index, return_inverse=True)
-            named = used[used < len(column.dictionary)]
-            values = np.asarray(column.dictionary.take(pa.array(named)).to_pylist() + [None] * (len(used) - len(named)),
-                                dtype=object)
+            named = used[used < len(column.dictionary)]  # the last, if there, stands for null
+            text = column.dictionary.take(pa.array(named)).to_pylist()
+            values = np.asarray(text + [None] * (len(used) - len(named)), dtype=object)
             out[name] = values[index]
         elif name in ("key", "field", "op", "cmd", "client", "error"):
             out[name] = column.to_numpy(zero_copy_only=False).astype(object)

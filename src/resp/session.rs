@@ -35,10 +35,10 @@
 //! realignment of the commands held (which may resume pairing at once). A client that pipelines without
 //! ever waiting offers no turn and its commands stay `Unknown`; nor does one that showed it keeps commands
 //! in flight (a dirty boundary, `lockstep`: its server may fall quiet with replies still owed, as one
-//! lagging a long pipeline does), whose quiet moments only restart the reply parser. Two checks catch what slips through: a reply
-//! that starts before its command ended, or whose shape cannot answer it (`summary::compatible`), stops
-//! pairing (`contradictions`); the replies of the commands then waiting are taken to be still on their way,
-//! so a turn needs them first.
+//! lagging a long pipeline does), whose quiet moments only restart the reply parser. Two checks catch what
+//! slips through: a reply that starts before its command ended, or whose shape cannot answer it
+//! (`summary::compatible`), stops pairing (`contradictions`); the replies of the commands then waiting are
+//! taken to be still on their way, so a turn needs them first.
 //!
 //! A command found by searching (after a loss, or at a mid-stream start) is held on probation by the request
 //! parser until the next command follows it at once; the server's answer confirms it too, which keeps the
