@@ -3,7 +3,7 @@
 //! says nothing about what was answered: after a loss of reply bytes, pairing must not resume there (it
 //! paired each SET with the `+OK` of the SET three before it, in time and in shape).
 
-use crate::resp::testgen::{cmds, Owned, Run};
+use crate::resp::testgen::{cmds, Run};
 use crate::resp::Direction;
 
 /// SET number `i` is sent at `10 * i`, its `+OK` comes at `10 * i + LAG`: while the next three are sent.
