@@ -26,17 +26,11 @@ def trace_columns(path: str, fmt: str, ports) -> Iterator[dict]:
 
         yield from (_arrow_columns(rb) for rb in CaptureRows(path, ports).record_batches())
     elif fmt == "parquet" and is_dataset(path):
-        # A folder, glob or URL of parts, read as the simulation read them: one after another where they
-        # follow one another in time (a rotated capture), else their rows merged in time.
-        from cachescope.trace.dataset import dataset_files, part_streams
-        from cachescope.trace.dataset_sequence import sequential_batches, sequential_parts
-        from cachescope.trace.timemerge import merge_streams
+        # A folder, glob or URL of parts, read as the simulation read them (in time order).
+        from cachescope.trace.dataset import dataset_files, record_batches
 
         fs, files = dataset_files(path)
-        spans = sequential_parts(files, fs)
-        batches = merge_streams(part_streams(files, fs)) if spans is None \
-            else sequential_batches(spans, list(COLUMNS), BATCH_ROWS, fs)
-        yield from (_arrow_columns(rb) for rb in batches)
+        yield from (_arrow_columns(rb) for rb in record_batches(files, fs, list(COLUMNS), BATCH_ROWS))
     elif fmt == "parquet":
         from cachescope.trace.parquet import parquet_file
 

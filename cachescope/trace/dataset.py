@@ -150,17 +150,23 @@ class DatasetSource(SourceRouting):
             raise TraceFormatError(f"{self.path}: empty trace: no commands")
 
     def _record_batches(self) -> Iterator[pa.RecordBatch]:
-        """The merged rows; parts that follow one another in time are read one after another instead, the
-        columns the simulation uses only (dataset_sequence.py): the same events, without the merge's copies."""
+        """The rows in time order (`record_batches`), the columns the simulation uses."""
         from cachescope.trace.parquet import BATCH_ROWS, _COLUMNS
 
-        # A task given one thread: pyarrow decodes on it alone (cachescope/threads.py).
-        use_threads = task_threads() != 1
-        spans = sequential_parts(self.files, self._fs)
-        if spans is None:
-            return merge_streams(part_streams(self.files, self._fs, use_threads=use_threads))
         columns = [*_COLUMNS, *(("client",) if self.want_clients else ())]
-        return sequential_batches(spans, columns, BATCH_ROWS, self._fs, use_threads=use_threads)
+        # A task given one thread: pyarrow decodes on it alone (cachescope/threads.py).
+        return record_batches(self.files, self._fs, columns, BATCH_ROWS, use_threads=task_threads() != 1)
+
+
+def record_batches(files: list[str], fs, columns: list[str], batch_rows: int,
+                   use_threads: bool = True) -> Iterator[pa.RecordBatch]:
+    """The rows of a dataset's parts in time order: parts that follow one another in time read one after
+    another, `columns` only (dataset_sequence.py: the same rows without the merge's copies); else merged, every
+    column."""
+    spans = sequential_parts(files, fs)
+    if spans is None:
+        return merge_streams(part_streams(files, fs, use_threads=use_threads))
+    return sequential_batches(spans, columns, batch_rows, fs, use_threads=use_threads)
 
 
 def _rows(f: str, fs) -> int:
