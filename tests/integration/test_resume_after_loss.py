@@ -146,7 +146,7 @@ def check(df, truth, lossless: dict | None = None) -> tuple[int, int, int]:
         conn = by_client[client]
         flat = [(p, c) for p in conn["pipelines"] for c in p["commands"]]
         at = 0
-        times, every_time = lossless.get(client, ({}, set())) if lossless is not None else ({}, set())
+        times, every_time = (lossless or {}).get(client, ({}, set()))
         for (cmd, got, ts, latency, outcomes, errored), key in zip(cmds, occurrences(cmds)):
             while at < len(flat) and not (flat[at][1]["cmd"] == cmd and rows_of(flat[at][1]) == got
                                           and flat[at][0]["t0"] - SLACK_NS <= ts <= flat[at][0]["t1"] + SLACK_NS):
