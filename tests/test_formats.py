@@ -44,13 +44,17 @@ def test_every_format_gives_the_same_hits(tmp, seed):
     assert results["parquet"][2] == len(lookups_of(commands))
 
 
-def test_parquet_keys_and_fields_stored_with_or_without_dictionaries_read_alike(tmp):
+@pytest.mark.parametrize("batch_rows", [1 << 16, 37])
+def test_parquet_keys_and_fields_stored_with_or_without_dictionaries_read_alike(tmp, monkeypatch, batch_rows):
     """Keys and fields stored with a dictionary are read as one (each distinct one hashed once); stored plain,
-    row by row: the events are the same, null fields (GET rows) included."""
+    row by row: the events are the same, null fields (GET rows) included. In batches of 37 rows, each batch of
+    a 97-row group comes with the group's whole dictionary, whose hashes carry over from the batch before."""
     import numpy as np
 
+    from cachescope.trace import parquet
     from cachescope.trace.readers import open_trace
 
+    monkeypatch.setattr(parquet, "BATCH_ROWS", batch_rows)
     commands = random_commands(4, n_commands=400)
     assert any(not fields for _, _, fields in commands)  # GETs: a row with a null field
     columns = {}
@@ -59,6 +63,7 @@ def test_parquet_keys_and_fields_stored_with_or_without_dictionaries_read_alike(
         to_parquet(commands, path, use_dictionary=dictionary)
         for granularity in ("field", "entity"):
             batches = list(open_trace(str(path), granularity=granularity).batches())
+            assert max(len(b["keys"]) for b in batches) <= batch_rows
             columns[name, granularity] = {k: np.concatenate([b[k] for b in batches])
                                           for k in ("keys", "entities", "fields", "key_bytes", "ops", "reqs")}
     for (name, granularity), got in columns.items():
@@ -66,6 +71,27 @@ def test_parquet_keys_and_fields_stored_with_or_without_dictionaries_read_alike(
             assert np.array_equal(v, columns["plain", granularity][k]), (name, granularity, k)
     assert (columns["plain", "field"]["fields"] == 0).any() and not np.array_equal(
         columns["plain", "field"]["keys"], columns["plain", "entity"]["keys"])
+
+
+def test_dictionary_hashes_keep_only_what_the_dictionary_before_began_with():
+    """A dictionary the same as the one before, grown from it, changed, empty, sliced or of nulls only: every
+    value's hash and length are those of hashing it afresh, and a null row takes hash 0 and no bytes."""
+    import numpy as np
+
+    from cachescope import _native
+    from cachescope.trace.arrow_views import strings
+    from cachescope.trace.parquet import DictionaryHashes, _hashed
+
+    empty = pa.array([], pa.string()).dictionary_encode()
+    arrays = [pa.array(["x", None, "y", "x"]), pa.array(["x", "y", None, "x"]), pa.array(["x", "y", "z", None]),
+              pa.array(["q", "x"]), pa.array(["q", "x"]).slice(1), pa.array(["a", "b"]), pa.array(["a", "c", "b"]),
+              pa.array([None, None], pa.string())]
+    dictionaries = DictionaryHashes()
+    for arr in [a.dictionary_encode() for a in arrays[:4]] + [empty] + [a.dictionary_encode() for a in arrays[4:]]:
+        hashes, lengths = _hashed(arr, dictionaries)
+        offsets, data, present = strings(arr.dictionary_decode())
+        assert np.array_equal(hashes, _native.hash_optional_column(offsets, data, present)), arr
+        assert np.array_equal(lengths, np.where(present, np.diff(offsets), 0)), arr
 
 
 def test_parquet_timeline_uses_its_clock(tmp):

@@ -31,9 +31,13 @@ ONE_LOOKUP_FORMATS = ("keys", "oracleGeneral")
 METHOD = "hyperloglog"
 SERVED_METHOD = "entity sample"
 
-SERVED_SAMPLE_KEYS = 1 << 18
-"""Keys the sample of entities holds at most (about 10 MB): 6,500 entities of 40 fields, whose commands give the
-unserved ones to about 3% where each entity's first command is its only unserved one."""
+SERVED_SAMPLE_KEYS = 1 << 16
+"""Keys the sample of entities holds at most: 1,600 entities of 40 fields, whose commands give the unserved ones
+to about 6% where each entity's first command is its only unserved one. At 2^18 keys the sample's tables took
+20 MiB at their peak (tens of thousands of entities of a few fields each), a fifth of what a fixed-size SHARDS
+curve may hold beyond the interpreter; the band over the 10^7-lookup dataset of bench/scale barely widened
+(889,481-994,406 commands served against 904,643-993,368): it is mostly the commands that read several
+entities, counted apart."""
 
 
 def bound_is_estimated(call: dict, plan, sources) -> bool:

@@ -19,8 +19,11 @@ _COLUMNS = ("op", "key", "field", "ts_ns", "req", "conn", "batch", "value_size",
 _OP_CODES = {"read": 0, "write": 1, "delete": 2}
 UNKNOWN_SIZE = np.uint32(2**32 - 1)
 # pyarrow's iter_batches holds about a batch's worth of decoded rows per column and then some: decoding alone
-# the bench's 5 MB trace peaked at 290 MiB at 1 M rows a batch, at 150 MiB at parse.py's row group size.
-BATCH_ROWS = 1 << 17
+# the bench's 5 MB trace peaked at 290 MiB at 1 M rows a batch, at 150 MiB at parse.py's row group size. A
+# fixed-size SHARDS curve over the 10^8-lookup dataset of bench/scale peaked 40 MiB lower at 2^16 rows than
+# at 2^17, for 9% more CPU (each batch of a row group rebuilds its dictionary); 2^15, 20 MiB lower again for
+# 20% more.
+BATCH_ROWS = 1 << 16
 
 
 def parquet_file(path, fs=None, read_dictionary=None) -> pq.ParquetFile:
@@ -112,6 +115,7 @@ class RecordBatchEvents:
         self.rows = 0
         self.commands = _CommandCounter()
         self.last_error_req = None
+        self.dictionaries = {"key": DictionaryHashes(), "field": DictionaryHashes()}
 
     def convert(self, rb: pa.RecordBatch) -> dict | None:
         src, info, row0 = self.src, self.src.info, self.rows
@@ -133,7 +137,7 @@ class RecordBatchEvents:
         info.deletes += int(np.count_nonzero(ops == 2))
         if "server" in rb.schema.names:
             _count_by(info.lookups_by_server, rb.column("server"), ops == 0)
-        batch = _hash_columns(rb, src.granularity, src.path, row0)
+        batch = _hash_columns(rb, src.granularity, src.path, row0, self.dictionaries)
         batch.update(ops=ops, reqs=reqs)
         if "batch" in rb.schema.names and "conn" in rb.schema.names:
             # Round trips: a batch is named by its connection and its ordinal there.
@@ -263,17 +267,17 @@ def _op_codes(rb: pa.RecordBatch) -> np.ndarray:
     return by_value[np.where(valid(op), integers(op), len(by_value) - 1)]
 
 
-def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int) -> dict:
+def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int, dictionaries: dict) -> dict:
     key = rb.column("key")
     if key.null_count:
         raise TraceFormatError(f"{path}: row group at row {row0}: null key")
-    entities, key_bytes = _hashed(key)
+    entities, key_bytes = _hashed(key, dictionaries["key"])
     if "field" not in rb.schema.names:
         fields = np.zeros(len(entities), dtype=np.uint64)
         keys = entities
     else:
         field = rb.column("field")
-        fields, field_bytes = _hashed(field)
+        fields, field_bytes = _hashed(field, dictionaries["field"])
         key_bytes = key_bytes + field_bytes
         if granularity == "entity":
             keys = entities
@@ -289,19 +293,42 @@ def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int) ->
             "key_bytes": np.minimum(key_bytes, 2**32 - 1).astype(np.uint32)}
 
 
-def _hashed(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _hashed(column: pa.Array, dictionary: DictionaryHashes) -> tuple[np.ndarray, np.ndarray]:
     """Each row's `key_hash` (0 for a null) and its length in bytes (0 for a null); a dictionary column's
-    distinct values hashed once each."""
+    distinct values hashed once each (`dictionary` keeps them from the batch before)."""
     if not pa.types.is_dictionary(column.type):
         offsets, data, present = _string_buffers(column)
         return _native.hash_optional_column(offsets, data, present), np.diff(offsets)
-    offsets, data, _ = strings(column.dictionary)
-    every = np.ones(len(offsets) - 1, dtype=bool)
-    hashes = np.append(_native.hash_optional_column(offsets, data, every), np.uint64(0))
-    lengths = np.append(np.diff(offsets), 0)
+    hashes, lengths = dictionary.of(column.dictionary)
     # A null row takes the entry past the dictionary's end: hash 0, no bytes (its index slot is arbitrary).
     index = np.where(valid(column), integers(column), len(hashes) - 1)
     return hashes[index], lengths[index]
+
+
+class DictionaryHashes:
+    """The hashes and byte lengths of a dictionary column's values, kept from one batch to the next, with an
+    entry past the end for a null. pyarrow gives every batch of a row group its own copy of the row group's
+    whole dictionary (92,729 keys beside each batch's 131,072 rows in the billion-lookup bench's dataset):
+    hashing it again for each batch took a third of turning a batch into events. Values the dictionary
+    before began with keep their hashes (Arrow compares them, byte for byte); only those past them are
+    hashed."""
+
+    def __init__(self):
+        self.values: pa.Array | None = None
+        self.hashes = np.zeros(1, dtype=np.uint64)
+        self.lengths = np.zeros(1, dtype=np.int64)
+
+    def of(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        kept = len(self.values) if self.values is not None else 0
+        if not kept or len(values) < kept or not values.slice(0, kept).equals(self.values):
+            kept = 0
+        if kept < len(values) or not kept:
+            offsets, data, _ = strings(values.slice(kept))
+            hashes = _native.hash_optional_column(offsets, data, np.ones(len(offsets) - 1, dtype=bool))
+            self.hashes = np.concatenate([self.hashes[:kept], hashes, [np.uint64(0)]])
+            self.lengths = np.concatenate([self.lengths[:kept], np.diff(offsets), [0]])
+        self.values = values
+        return self.hashes, self.lengths
 
 
 def _value_sizes(column: pa.Array, path: str, rows) -> np.ndarray:
