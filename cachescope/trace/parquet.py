@@ -21,8 +21,8 @@ UNKNOWN_SIZE = np.uint32(2**32 - 1)
 # pyarrow's iter_batches holds about a batch's worth of decoded rows per column and then some: decoding alone
 # the bench's 5 MB trace peaked at 290 MiB at 1 M rows a batch, at 150 MiB at parse.py's row group size. A
 # fixed-size SHARDS curve over the 10^8-lookup dataset of bench/scale peaked 40 MiB lower at 2^16 rows than
-# at 2^17, for 9% more CPU (each batch of a row group rebuilds its dictionary); 2^15, 20 MiB lower again for
-# 20% more.
+# at 2^17, for 9% more CPU (each batch of a row group rebuilds its dictionary); at 2^15 another 22 MiB lower
+# at 10^8 lookups but only 7 MiB at 10^9, for 7-20% more CPU again: not taken.
 BATCH_ROWS = 1 << 16
 
 
