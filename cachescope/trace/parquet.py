@@ -267,7 +267,11 @@ def _op_codes(rb: pa.RecordBatch) -> np.ndarray:
     return by_value[np.where(valid(op), integers(op), len(by_value) - 1)]
 
 
-def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int, dictionaries: dict) -> dict:
+def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int, dictionaries: dict | None = None
+                  ) -> dict:
+    """The key, entity and field hashes of a batch and its rows' key bytes; `dictionaries` (a `DictionaryHashes`
+    for "key" and "field") carries the dictionaries' hashes over from the batch before, if given."""
+    dictionaries = dictionaries or {"key": DictionaryHashes(), "field": DictionaryHashes()}
     key = rb.column("key")
     if key.null_count:
         raise TraceFormatError(f"{path}: row group at row {row0}: null key")
