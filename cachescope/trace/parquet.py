@@ -115,7 +115,7 @@ class RecordBatchEvents:
         self.rows = 0
         self.commands = _CommandCounter()
         self.last_error_req = None
-        self.dictionaries = {"key": DictionaryHashes(), "field": DictionaryHashes()}
+        self.dictionaries = DictionaryHashes.for_keys_and_fields()
 
     def convert(self, rb: pa.RecordBatch) -> dict | None:
         src, info, row0 = self.src, self.src.info, self.rows
@@ -271,7 +271,7 @@ def _hash_columns(rb: pa.RecordBatch, granularity: str, path: str, row0: int, di
                   ) -> dict:
     """The key, entity and field hashes of a batch and its rows' key bytes; `dictionaries` (a `DictionaryHashes`
     for "key" and "field") carries the dictionaries' hashes over from the batch before, if given."""
-    dictionaries = dictionaries or {"key": DictionaryHashes(), "field": DictionaryHashes()}
+    dictionaries = dictionaries or DictionaryHashes.for_keys_and_fields()
     key = rb.column("key")
     if key.null_count:
         raise TraceFormatError(f"{path}: row group at row {row0}: null key")
@@ -322,11 +322,16 @@ class DictionaryHashes:
         self.hashes = np.zeros(1, dtype=np.uint64)
         self.lengths = np.zeros(1, dtype=np.int64)
 
+    @staticmethod
+    def for_keys_and_fields() -> dict:
+        """One for each of the trace's dictionary columns, as `_hash_columns` takes them."""
+        return {"key": DictionaryHashes(), "field": DictionaryHashes()}
+
     def of(self, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         kept = len(self.values) if self.values is not None else 0
-        if not kept or len(values) < kept or not values.slice(0, kept).equals(self.values):
+        if kept and not (len(values) >= kept and values.slice(0, kept).equals(self.values)):
             kept = 0
-        if kept < len(values) or not kept:
+        if not kept or kept < len(values):
             offsets, data, _ = strings(values.slice(kept))
             hashes = _native.hash_optional_column(offsets, data, np.ones(len(offsets) - 1, dtype=bool))
             self.hashes = np.concatenate([self.hashes[:kept], hashes, [np.uint64(0)]])
