@@ -18,6 +18,8 @@
 pub(crate) struct Batches {
     /// The batch of the latest command (its ordinal on the connection, from 0).
     current: u64,
+    /// Commands seen so far in the latest batch.
+    commands: u32,
     /// A command has been seen.
     started: bool,
     /// Reply bytes seen when the latest command's first byte came.
@@ -37,6 +39,12 @@ impl Batches {
         self.current
     }
 
+    /// Commands seen so far in the latest batch: before a command that starts a new one is assigned, how
+    /// many the batch it closes held.
+    pub fn commands(&self) -> u32 {
+        self.commands
+    }
+
     /// The batch of a command whose first byte came when `mark` reply bytes had been seen. `owed`: whether a
     /// command sent before it still waits for its reply; `paired`: whether the session knows which replies are
     /// owed (it does not after a loss).
@@ -44,7 +52,9 @@ impl Batches {
         let new = if paired { !owed && mark >= self.answered_end } else { mark > self.last_mark };
         if self.started && new {
             self.current += 1;
+            self.commands = 0;
         }
+        self.commands = self.commands.saturating_add(1);
         self.started = true;
         self.last_mark = mark;
         self.current
@@ -62,6 +72,17 @@ mod tests {
         assert_eq!(b.assign(0, true, true), 0, "sent while the first waited: the same pipeline");
         b.frame_completed(10);
         assert_eq!(b.assign(10, false, true), 1, "after both replies");
+    }
+
+    #[test]
+    fn the_commands_of_the_latest_batch_are_counted() {
+        let mut b = Batches::default();
+        b.assign(0, false, true);
+        b.assign(0, true, true);
+        assert_eq!(b.commands(), 2);
+        b.frame_completed(10);
+        b.assign(10, false, true);
+        assert_eq!(b.commands(), 1, "a new batch");
     }
 
     #[test]

@@ -16,6 +16,17 @@
 //! hundred clean ones in the test capture) is no longer realigned by timing after its first dirty boundary,
 //! nor paired again at a quiet moment.
 //!
+//! A clean boundary also shows how long a batch the server let the client finish before it answered. A
+//! count of replies after a loss is taken only at a boundary closing a batch no wider than `MIN_CLEAN` clean
+//! ones closed (`shown_width`, see `realign`). A connection's set-up is a few clean batches of one command
+//! each, which say nothing of a long pipeline: in a real capture a loader's set-up and its first pipeline
+//! made it lockstep, a loss cut its second pipeline before the server answered any of it, and the server
+//! then answered each piece of that pipeline while the next was sent, eight replies behind at every
+//! boundary: the count gave the same offset three times over, and the loader's HSETs were paired eight
+//! replies off. The same count at every boundary fits a lockstep client as well as one the server lags by a
+//! constant number of commands; only the client's history can tell them apart, and what it shows holds for
+//! batches no wider than it showed.
+//!
 //! `MIN_CLEAN` = 4: redis-py's connection set-up alone gives two or three (CLIENT SETINFO, a first command),
 //! a request-response client one per command, a pipeline one per batch or more (the server catching up
 //! while a long batch is sent). Fewer would let a client whose few first exchanges happened to be answered
@@ -30,6 +41,8 @@ pub(crate) struct Lockstep {
     last_mark: u64,
     clean: u32,
     dirty: u32,
+    /// The commands of the `MIN_CLEAN` widest batches clean boundaries closed, widest first.
+    widest: [u32; MIN_CLEAN as usize],
 }
 
 impl Lockstep {
@@ -40,10 +53,16 @@ impl Lockstep {
         b
     }
 
-    /// A boundary seen while pairing was certain: `clean` when nothing was owed at it.
-    pub fn observe(&mut self, clean: bool) {
+    /// A boundary seen while pairing was certain: `clean` when nothing was owed at it; `closed`: the commands
+    /// of the batch it closes.
+    pub fn observe(&mut self, clean: bool, closed: u32) {
         if clean {
             self.clean = self.clean.saturating_add(1);
+            let last = self.widest.len() - 1;
+            if closed > self.widest[last] {
+                self.widest[last] = closed;
+                self.widest.sort_unstable_by(|a, b| b.cmp(a));
+            }
         } else {
             self.dirty = self.dirty.saturating_add(1);
         }
@@ -51,6 +70,12 @@ impl Lockstep {
 
     pub fn qualified(&self) -> bool {
         self.dirty == 0 && self.clean >= MIN_CLEAN
+    }
+
+    /// The widest batch, in commands, that `MIN_CLEAN` clean boundaries closed (0 before there were as many):
+    /// the client was seen to wait, and the server to let it finish, with batches that long.
+    pub fn shown_width(&self) -> u32 {
+        self.widest[self.widest.len() - 1]
     }
 
     /// A boundary was seen with commands still owed a reply: the client sends before its replies come, so
@@ -69,14 +94,30 @@ mod tests {
         let mut l = Lockstep::default();
         for _ in 0..MIN_CLEAN {
             assert!(!l.qualified());
-            l.observe(true);
+            l.observe(true, 1);
         }
         assert!(l.qualified());
-        l.observe(false);
+        l.observe(false, 1);
         for _ in 0..100 {
-            l.observe(true);
+            l.observe(true, 1);
         }
         assert!(!l.qualified());
+    }
+
+    #[test]
+    fn the_width_shown_is_what_min_clean_clean_boundaries_closed() {
+        let mut l = Lockstep::default();
+        for closed in [1, 1, 200] {
+            l.observe(true, closed);
+        }
+        l.observe(false, 500);
+        assert_eq!(l.shown_width(), 0, "three clean boundaries");
+        l.observe(true, 1);
+        assert_eq!(l.shown_width(), 1, "set-up's single commands and one pipeline");
+        for closed in [150, 180, 160] {
+            l.observe(true, closed);
+        }
+        assert_eq!(l.shown_width(), 150);
     }
 
     #[test]

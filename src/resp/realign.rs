@@ -36,8 +36,10 @@ use super::summary::{compatible, Class, Stored};
 pub(crate) const CONFIRM_RUN: usize = 8;
 /// Boundaries at which the timing bound reached the same offset before it is used: the first gives it, the
 /// next ones confirm it (the replies of each batch between as many as its commands). The connection showed
-/// no dirty boundary (`lockstep`) before the loss; one after it (the client changed its ways) fakes the
-/// count only if it is the lowest so far and the next boundaries are dirty alike.
+/// no dirty boundary (`lockstep`) before the loss, and only boundaries closing batches no wider than
+/// `MIN_CLEAN` clean ones closed then count (`Lockstep::shown_width`); a dirty one after it (the client
+/// changed its ways, or the server lags a wider batch) fakes the count only if it is the lowest so far and
+/// the next boundaries are dirty alike.
 pub(crate) const TIMING_RUN: u32 = 3;
 /// Commands or replies held at most while the offset is unknown: beyond it the oldest command and the oldest
 /// reply are let go unpaired together (which keeps every offset's meaning).
@@ -116,8 +118,9 @@ pub(crate) struct Realign {
     lo: i64,
     alive: Vec<bool>,
     left: usize,
-    /// The connection is lockstep and no reply was lost since this realignment began: the timing rule holds.
-    timing: bool,
+    /// The connection is lockstep and no reply was lost since this realignment began: the timing rule holds,
+    /// at boundaries closing batches of at most this many commands (`Lockstep::shown_width`).
+    timing: Option<u32>,
     /// The offset (as an index into `alive`, which pops leave unchanged) the timing bound last reached at a
     /// boundary, and at how many boundaries it has.
     reached: Option<(usize, u32)>,
@@ -125,8 +128,8 @@ pub(crate) struct Realign {
 
 impl Realign {
     /// `timing`: the connection is lockstep, and the reply stream framed from the start (every reply is
-    /// counted).
-    pub fn new(unseen: u64, timing: bool) -> Realign {
+    /// counted): the widest batch the client was seen to wait for, `MIN_CLEAN` times.
+    pub fn new(unseen: u64, timing: Option<u32>) -> Realign {
         Realign {
             cmds: VecDeque::new(),
             frames: VecDeque::new(),
@@ -172,7 +175,7 @@ impl Realign {
         self.alive.clear();
         self.left = 0;
         // How many replies were lost is unknown: the bound no longer counts them all.
-        self.timing = false;
+        self.timing = None;
         self.reached = None;
         std::mem::take(&mut self.frames)
     }
@@ -274,10 +277,11 @@ impl Realign {
     }
 
     /// A command sent at `now` began a batch (reply bytes came since the previous one began), after
-    /// `time_passes(now)`: the replies begun before `now` answered at most the commands held and those lost,
-    /// all of them if the client waited for them. Notes whether that bound is the highest offset left.
-    pub fn boundary(&mut self, now: i64) -> Outcome {
-        if !self.timing || !self.started() {
+    /// `time_passes(now)`, closing a batch of `closed` commands seen: the replies begun before `now` answered
+    /// at most the commands held and those lost, all of them if the client waited for them and the server
+    /// for the batch's end. Notes whether that bound is the highest offset left.
+    pub fn boundary(&mut self, now: i64, closed: u32) -> Outcome {
+        if self.timing.is_none_or(|widest| closed > widest) || !self.started() {
             return self.decide();
         }
         let after = self.frames.iter().rev().take_while(|f| f.ts >= now).count();
@@ -303,7 +307,7 @@ impl Realign {
     /// highest one left (a lower one left means the bound was not reached since, as it is only ever lowered).
     fn timed(&self) -> Option<i64> {
         let (k, n) = self.reached?;
-        (self.timing && n >= TIMING_RUN && self.top() == Some(k)).then_some(self.lo + k as i64)
+        (self.timing.is_some() && n >= TIMING_RUN && self.top() == Some(k)).then_some(self.lo + k as i64)
     }
 
     /// Replies paired under offset `s` so far.

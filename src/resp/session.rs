@@ -509,9 +509,10 @@ impl Session {
     }
 
     /// Whether a realignment starting now may count replies: the client waits for its replies, and every
-    /// reply from now on is read as a frame (none skipped while the reply stream's boundaries are lost).
-    fn timing_holds(&self) -> bool {
-        self.lockstep.qualified() && self.framed
+    /// reply from now on is read as a frame (none skipped while the reply stream's boundaries are lost); at
+    /// boundaries closing batches no wider than the client was seen to wait for (`Lockstep::shown_width`).
+    fn timing_holds(&self) -> Option<u32> {
+        (self.lockstep.qualified() && self.framed).then(|| self.lockstep.shown_width())
     }
 
     /// Replies were lost (a gap or invalid bytes on the reply side). The commands waiting lose theirs, or
@@ -531,7 +532,7 @@ impl Session {
         } else if self.pairing == Pairing::Synced && !self.no_realign {
             self.lost_requests = realign::LostRequests::default();
             // (How many replies the loss took is unknown: no count of them tells the offset.)
-            let mut r = Realign::new(self.skip, false);
+            let mut r = Realign::new(self.skip, None);
             let held: Vec<Held> =
                 self.queue.iter().filter(|p| p.wait == Wait::Reply).map(|p| self.held(p.id, p.class, &p.cmd)).collect();
             for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
@@ -676,11 +677,11 @@ impl Session {
         self.orphaned = false;
         let paired = self.pairing == Pairing::Synced;
         let boundary = self.lockstep.boundary(cmd.mark);
-        let previous = self.batches.current();
+        let (previous, closed) = (self.batches.current(), self.batches.commands());
         let batch = self.batches.assign(cmd.mark, paired && self.awaiting_replies() > 0, paired);
         if paired && boundary {
             // Clean when it began a batch: every command before it answered.
-            self.lockstep.observe(batch != previous);
+            self.lockstep.observe(batch != previous, closed);
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -700,7 +701,7 @@ impl Session {
             self.realign_outcome(outcome, out);
         }
         if let Some(r) = self.realign.as_mut().filter(|_| boundary) {
-            let outcome = r.boundary(cmd.ts);
+            let outcome = r.boundary(cmd.ts, closed);
             self.realign_outcome(outcome, out);
         }
         let class = classify(self.args_of(&cmd));

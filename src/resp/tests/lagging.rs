@@ -41,3 +41,75 @@ fn a_quiet_moment_on_a_lagging_connection_does_not_resume_pairing() {
     let paired = got.iter().filter(|g| g.1.is_some()).count();
     assert!(paired >= 97, "the SETs before the loss keep their replies: {paired} paired");
 }
+
+/// A loader whose first exchanges are one command each (a connection's set-up), then one pipeline the server
+/// answers once it is all sent: every boundary clean. Then a long pipeline the server answers a piece behind:
+/// the client sends its SETs in pieces of `PIECE`, and the replies to piece p come just after piece p + 1
+/// was sent. Client bytes are lost in piece `LOST_PIECE`, before the first reply to the pipeline: the
+/// connection has shown no dirty boundary yet. Returns each kept SET's number with the time of the reply it
+/// was paired with, if any; the reply to SET `i` of the lagged pipeline comes at `pipelined_reply_ts(i)`.
+const SETUP: usize = 3;
+const FIRST: usize = 40;
+const PIECE: usize = 8;
+const PIECES: usize = 25;
+const LOST_PIECE: usize = 1;
+
+fn pipelined_reply_ts(i: usize) -> i64 {
+    // Piece p's replies, one segment each, after piece p + 1 was sent.
+    10_000 + 100 * (i / PIECE + 1) as i64 + 50 + (i % PIECE) as i64
+}
+
+fn loader_after_setup() -> Vec<(usize, Option<i64>)> {
+    let mut r = Run::new();
+    for i in 0..SETUP {
+        r.req(100 * i as i64, &cmds(&format!("SET s{i} v")));
+        r.rep(100 * i as i64 + 50, b"+OK\r\n");
+    }
+    r.req(1_000, &(0..FIRST).flat_map(|i| cmds(&format!("SET f{i} v"))).collect::<Vec<u8>>());
+    for i in 0..FIRST {
+        r.rep(1_100 + i as i64, b"+OK\r\n");
+    }
+    let base = SETUP + FIRST;
+    let line = |i: usize| cmds(&format!("SET l{} v{i}", base + i));
+    for p in 0..=PIECES {
+        let ts = 10_000 + 100 * p as i64;
+        if p < PIECES {
+            let piece: Vec<usize> = (p * PIECE..(p + 1) * PIECE).collect();
+            if p == LOST_PIECE {
+                // The piece's middle three SETs are lost with their segment.
+                r.req(ts, &piece[..2].iter().flat_map(|&i| line(i)).collect::<Vec<u8>>());
+                r.gap(Direction::Request, ts + 1, piece[2..5].iter().map(|&i| line(i).len() as u64).sum());
+                r.req(ts + 2, &piece[5..].iter().flat_map(|&i| line(i)).collect::<Vec<u8>>());
+            } else {
+                r.req(ts, &piece.iter().flat_map(|&i| line(i)).collect::<Vec<u8>>());
+            }
+        }
+        if p > 0 {
+            for i in (p - 1) * PIECE..p * PIECE {
+                r.rep(pipelined_reply_ts(i), b"+OK\r\n");
+            }
+        }
+    }
+    r.finish();
+    r.got
+        .iter()
+        .filter(|g| g.line().starts_with("SET l"))
+        .map(|g| (g.line().split(' ').nth(1).unwrap()[1..].parse::<usize>().unwrap() - base, g.reply_ts))
+        .collect()
+}
+
+/// The set-up's clean boundaries closed batches of one command, and one pipeline was answered whole: what
+/// four clean boundaries showed is batches of one command. Here the server answers a piece behind, the same
+/// count at every boundary after the loss, so the count of replies before each piece pointed to one offset
+/// three times over, a piece off (it paired each SET with the `+OK` of the SET eight before it). No SET may
+/// be paired with another's reply.
+#[test]
+fn a_count_of_replies_is_not_taken_from_batches_wider_than_the_client_was_seen_to_wait_for() {
+    let got = loader_after_setup();
+    assert_eq!(got.len(), PIECE * PIECES - 3, "every SET not lost kept");
+    for &(i, reply_ts) in &got {
+        if let Some(t) = reply_ts {
+            assert_eq!(t, pipelined_reply_ts(i), "SET {i} of the pipeline paired with another SET's reply");
+        }
+    }
+}
