@@ -328,7 +328,7 @@ impl Realign {
             .filter(|&(j, f)| {
                 let c = &self.cmds[(j as i64 + s) as usize];
                 let error = matches!(f.top.kind, Kind::Error | Kind::BulkError);
-                !f.queued && !error && matches!(c.class, Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike)
+                !f.queued && !error && matches!(c.class, Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_))
             })
             .count()
     }

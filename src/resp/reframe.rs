@@ -49,7 +49,7 @@ pub(crate) fn reply_bound(class: Class, argc: u32, name: Option<&[u8]>) -> Optio
         Class::Mget => Some(ReplyBound { elements: argc.saturating_sub(1), values: true }),
         Class::Hmget => Some(ReplyBound { elements: argc.saturating_sub(2), values: true }),
         Class::GetLike => scalar(true),
-        Class::IntLike => scalar(false),
+        Class::IntLike(_) => scalar(false),
         // `+OK` (a SET without options, which could ask for the old value).
         Class::Other if plain_set(argc, name?) => scalar(false),
         _ => None,

@@ -552,8 +552,12 @@ impl Session {
         }
     }
 
-    /// A command as a realignment holds it.
+    /// A command as a realignment holds it. One cut short of its arguments (`truncated`: an MGET of more keys,
+    /// an HSET of more pairs than were kept) says nothing of its reply's shape.
     fn held(&self, id: u64, class: Class, cmd: &Parsed) -> Held {
+        if cmd.truncated {
+            return Held { id, class: Class::Other, argc: cmd.argc, end_ts: cmd.end_ts, bound: None };
+        }
         let bound = reply_bound(class, cmd.argc, self.args_of(cmd).get(0));
         Held { id, class, argc: cmd.argc, end_ts: cmd.end_ts, bound }
     }
@@ -1312,8 +1316,8 @@ impl Session {
                 if root >= frame.nodes.len() {
                     break;
                 }
-                let class = self.queue[i].class;
-                let fits = compatible(class, self.queue[i].cmd.argc, &frame.nodes[root]);
+                let (class, cmd) = (self.queue[i].class, self.queue[i].cmd);
+                let fits = cmd.truncated || compatible(class, cmd.argc, &frame.nodes[root]);
                 replies.push(fits.then(|| summarize(frame, root, class, &mut self.replies)));
                 root = subtree_end(&frame.nodes, root);
             }

@@ -34,8 +34,10 @@ pub(crate) enum Class {
     Hgetall,
     /// A bulk string or nil (GET, HGET, GETDEL, GETEX, GETSET).
     GetLike,
-    /// An integer (INCR, DEL, EXISTS, HSET, HDEL, EXPIRE, ...).
-    IntLike,
+    /// An integer (INCR, DEL, EXISTS, HSET, HDEL, EXPIRE, ...), at most the bound when the command counts
+    /// what it was given (DEL of 3 keys answers 0 to 3, HSET of 4 field-value pairs 0 to 4 new fields) or
+    /// answers 0 or 1 (EXPIRE, HEXISTS): after a loss, the bound tells apart the replies of a run of them.
+    IntLike(Option<u32>),
     Multi,
     Exec,
     Discard,
@@ -60,15 +62,18 @@ pub(crate) fn classify(args: ArgsView) -> Class {
     upper.copy_from_slice(name);
     upper.make_ascii_uppercase();
     let arg_is = |i: usize, word: &[u8]| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word));
+    let argc = args.len() as u32;
     match &*upper {
         b"HMGET" => Class::Hmget,
         b"MGET" => Class::Mget,
         b"HGETALL" => Class::Hgetall,
         b"GET" | b"HGET" | b"GETDEL" | b"GETEX" | b"GETSET" => Class::GetLike,
-        b"INCR" | b"DECR" | b"INCRBY" | b"DECRBY" | b"DEL" | b"UNLINK" | b"EXISTS" | b"HSET" | b"HDEL" | b"HLEN"
-        | b"HEXISTS" | b"HSETNX" | b"HINCRBY" | b"HSTRLEN" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT"
-        | b"PERSIST" | b"TTL" | b"PTTL" | b"STRLEN" | b"TOUCH" | b"LPUSH" | b"RPUSH" | b"LLEN" | b"SADD" | b"SREM"
-        | b"SCARD" | b"ZCARD" | b"PUBLISH" | b"DBSIZE" => Class::IntLike,
+        b"DEL" | b"UNLINK" | b"EXISTS" | b"TOUCH" => Class::IntLike(Some(argc.saturating_sub(1))),
+        b"HDEL" | b"SADD" | b"SREM" => Class::IntLike(Some(argc.saturating_sub(2))),
+        b"HSET" => Class::IntLike(Some(argc.saturating_sub(2) / 2)),
+        b"HSETNX" | b"HEXISTS" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT" | b"PERSIST" => Class::IntLike(Some(1)),
+        b"INCR" | b"DECR" | b"INCRBY" | b"DECRBY" | b"HLEN" | b"HINCRBY" | b"HSTRLEN" | b"TTL" | b"PTTL" | b"STRLEN"
+        | b"LPUSH" | b"RPUSH" | b"LLEN" | b"SCARD" | b"ZCARD" | b"PUBLISH" | b"DBSIZE" => Class::IntLike(None),
         b"MULTI" => Class::Multi,
         b"EXEC" => Class::Exec,
         b"DISCARD" => Class::Discard,
@@ -140,7 +145,7 @@ pub(crate) fn compatible(class: Class, argc: u32, top: &Node) -> bool {
         Class::Mget => matches!(top.kind, Array | Set) && top.len as u64 + 1 == argc as u64,
         Class::Hgetall => top.kind == Map || (top.kind == Array && top.len.is_multiple_of(2)),
         Class::GetLike => matches!(top.kind, Bulk | Verbatim | Nil | Null),
-        Class::IntLike => top.kind == Integer,
+        Class::IntLike(at_most) => top.kind == Integer && at_most.is_none_or(|n| top.int <= n as i64),
         Class::Multi | Class::Discard => top.kind == Simple,
         Class::Exec => matches!(top.kind, Array | Nil | Null),
         _ => true,

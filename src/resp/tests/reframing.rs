@@ -7,7 +7,7 @@ use super::losses::telling;
 use crate::resp::testgen::{array, bulk, cmds, Owned, Run};
 use crate::resp::Direction;
 
-/// A pipeline of 60 commands (`telling`, but for commands 19 to 21: a GET of a 200-byte value, `cut`, a DEL
+/// A pipeline of 60 commands (`telling`, but for commands 19 to 21: a GET of a 200-byte value, `cut`, an INCR
 /// answered `:21`), whose reply bytes lose those from the middle of reply 19's value to `into` bytes into
 /// reply 20; then, at a quiet moment, a pipeline of 15 more. Returns the replies got and those expected of
 /// the commands whose replies were not lost (19 and 20: unknown).
@@ -15,7 +15,7 @@ fn run(cut: (Vec<u8>, Vec<u8>, Owned), into: usize) -> (Vec<Owned>, Vec<Owned>) 
     let mut ops: Vec<_> = (0..75).map(telling).collect();
     ops[19] = (cmds("GET k19"), bulk(&[b'y'; 200]), Owned::Bulk(200));
     ops[20] = cut;
-    ops[21] = (cmds("DEL d21"), b":21\r\n".to_vec(), Owned::Integer(21));
+    ops[21] = (cmds("INCR c21"), b":21\r\n".to_vec(), Owned::Integer(21));
     let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
     let mut r = Run::new();
     r.req(10, &bytes(0, 60, 0));
@@ -35,7 +35,7 @@ fn run(cut: (Vec<u8>, Vec<u8>, Owned), into: usize) -> (Vec<Owned>, Vec<Owned>) 
 }
 
 /// The value's text holds CRLFs and what reads as replies (`:1`, `-ERR`), which no chain of frames to the
-/// quiet moment passes through; the replies from the DEL after it on are paired.
+/// quiet moment passes through; the replies from the INCR after it on are paired.
 #[test]
 fn replies_after_a_reply_loss_are_paired_before_the_next_quiet_moment() {
     let value = b"abc\r\n:1\r\n-ERR not a reply\r\n$3\r\nxyz\r\n*2\r\nend of the value";
@@ -44,7 +44,7 @@ fn replies_after_a_reply_loss_are_paired_before_the_next_quiet_moment() {
 }
 
 /// An MGET's reply cut by the loss leaves elements that read as bulk frames of their own: they are not taken
-/// for replies (the MGETs held ask for 6 elements at most), and the replies from the DEL after it on are
+/// for replies (the MGETs held ask for 6 elements at most), and the replies from the INCR after it on are
 /// paired. Taken for replies, they fit no offset (the MGET they would answer wants an array), so the
 /// realignment gave up and nothing after the loss was paired.
 #[test]
