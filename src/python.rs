@@ -1354,6 +1354,19 @@ fn keep_freed_memory() {
     }
 }
 
+/// Gives back to the system the pages free in the allocator's heaps, wherever they are (glibc returns only
+/// those at a heap's top by itself): see `cachescope/simulate/freed_memory.py`.
+#[pyfunction]
+fn release_freed_memory(py: Python<'_>) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    py.detach(|| {
+        // SAFETY: malloc_trim only returns free pages; it may be called at any time, from any thread.
+        unsafe { libc::malloc_trim(0) };
+    });
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = py;
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     keep_freed_memory();
@@ -1381,6 +1394,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(next_access_chunk, m)?)?;
     m.add_function(wrap_pyfunction!(policy_specs, m)?)?;
     m.add_function(wrap_pyfunction!(xxh32, m)?)?;
+    m.add_function(wrap_pyfunction!(release_freed_memory, m)?)?;
     m.add("NativeTraceError", m.py().get_type::<NativeTraceError>())?;
     m.add("POLICY_NAMES", SPECS.iter().map(|s| s.name).collect::<Vec<_>>())?;
     m.add("NEEDS_FUTURE", SPECS.iter().filter(|s| s.needs_future).map(|s| s.name).collect::<Vec<_>>())?;

@@ -131,33 +131,6 @@ def test_commands_read_and_write_parquet_with_the_c_allocator(parquet_trace, tmp
     assert probe("simulate.py", parquet_trace, "--lru", "1e2", "--json", "--no-progress", env=env)["pool"] == "mimalloc"
 
 
-_ARENAS = """
-import ctypes, threading
-import cachescope._native
-def allocate():
-    block = bytearray(1 << 20)  # from malloc, on this thread: glibc gives a new thread an arena of its own
-    del block
-thread = threading.Thread(target=allocate)
-thread.start()
-thread.join()
-ctypes.CDLL("libc.so.6").malloc_stats()
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's arenas")
-@pytest.mark.parametrize("user_choice", [None, "4"])
-def test_threads_share_one_allocator_arena_unless_the_user_chose(user_choice):
-    """Each arena keeps up to 64 MiB freed (`keep_freed_memory`): one per thread put a Parquet trace's peak
-    27-41 MiB higher. A user's own MALLOC_ARENA_MAX stands."""
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
-    if user_choice:
-        env["MALLOC_ARENA_MAX"] = user_choice
-    proc = subprocess.run([sys.executable, "-c", _ARENAS], cwd=REPO, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    arenas = proc.stderr.count("Arena ")
-    assert arenas == (2 if user_choice else 1), proc.stderr
-
-
 _HEAD_START = """
 import json, sys
 from cachescope.parse.input_rows import open_rows

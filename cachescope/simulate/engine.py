@@ -16,6 +16,7 @@ from cachescope.simulate import options as opt
 from cachescope.simulate.estimated_bound import SERVED_SAMPLE_KEYS, bound_is_estimated, one_lookup_each
 from cachescope.simulate.curve import DEFAULT_SALTS, EXACT, MINISIM_MIN_ENTRIES, MINISIM_RATE, minisim_capacities
 from cachescope.simulate.fleet import parse_pods
+from cachescope.simulate.freed_memory import giving_back_freed_memory
 from cachescope.simulate.live_progress import LiveProgress
 from cachescope.simulate.plan import Plan, plan_of
 from cachescope.simulate.registry import INFINITE
@@ -172,7 +173,7 @@ def _run(call: dict, plan: Plan, source):
                 bar.update(source.bytes_read - bar.n)
             return sim, sim.first_ts, live.reason
         so_far = LiveProgress(source, sim, enabled=progress and live.active)
-        for batch in _saying_how_far(source.batches(), source, sim):
+        for batch in giving_back_freed_memory(_saying_how_far(source.batches(), source, sim)):
             if needs_sizes and "value_sizes" not in batch:
                 batch["value_sizes"] = _assumed_sizes(source, batch, call["assume_value_size"])
             if first_ts is None and "ts_ns" in batch:
