@@ -5,7 +5,7 @@ the kernel, it cost a page fault every 4 KiB. But batches are not all alike (a P
 dictionary, a batch's strings), and what the next ones cannot use stays free in the middle of the heap,
 where glibc never returns it: over the 10^9-lookup Parquet dataset, 82 MB free beside 57 MB in use after two
 minutes, and growing. Every ten seconds `malloc_trim` gives the free pages back: `--curve lru --sample-keys
-32768` over that dataset peaked at 177 MiB instead of 193, as at 10^8 lookups (164), for 8.9 s of system time in
+32768` over that dataset peaked at 177 MiB instead of 193 (164 at 10^8 lookups), for 8.9 s of system time in
 284 CPU s. Once a second gave the same peak for 19 s of system time (the page faults of reusing what was given
 back); the peak itself is the batches in flight, not what piles up.
 """
