@@ -388,20 +388,27 @@ fn loader_hset(i: usize) -> (Vec<u8>, Vec<u8>, Owned) {
     (cmds(&format!("HSET h{i} {}", fields.join(" "))), format!(":{pairs}\r\n").into_bytes(), Owned::Integer(pairs as i64))
 }
 
+/// `ops` (a command's bytes, its reply's, the reply expected) sent as one pipeline through `session` with the
+/// bytes of commands 5 to 8 lost, and answered in one piece: the replies got, and the commands kept.
+fn commands_5_to_8_lost(session: Session, ops: &[(Vec<u8>, Vec<u8>, Owned)]) -> (Run, Vec<&(Vec<u8>, Vec<u8>, Owned)>) {
+    let bytes = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.0.clone()).collect() };
+    let mut r = Run::with(session);
+    r.req(10, &bytes(0, 5));
+    r.gap(Direction::Request, 11, bytes(5, 9).len() as u64);
+    r.req(11, &bytes(9, ops.len()));
+    r.rep(20, &ops.iter().flat_map(|o| o.1.clone()).collect::<Vec<u8>>());
+    r.finish();
+    (r, ops[..5].iter().chain(&ops[9..]).collect())
+}
+
 /// A loader's HSETs after a loss of client bytes: every reply is an integer, which fits any HSET, but an HSET
 /// of n pairs adds at most n fields, so an offset pairing one with a larger count is not possible. Before
 /// that bound, every offset fit and the HSETs after the loss came out unknown; now each has its own count.
 #[test]
 fn after_a_request_loss_hsets_realign_by_their_counts_of_fields() {
     let ops: Vec<_> = (0..200).map(loader_hset).collect();
-    let bytes = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.0.clone()).collect() };
-    let mut r = Run::new();
-    r.req(10, &bytes(0, 5));
-    r.gap(Direction::Request, 11, bytes(5, 9).len() as u64);
-    r.req(11, &bytes(9, 200));
-    r.rep(20, &ops.iter().flat_map(|o| o.1.clone()).collect::<Vec<u8>>());
-    r.finish();
-    let want: Vec<Owned> = ops[..5].iter().chain(&ops[9..]).map(|o| o.2.clone()).collect();
+    let (r, kept) = commands_5_to_8_lost(Session::new(Limits::default()), &ops);
+    let want: Vec<Owned> = kept.into_iter().map(|o| o.2.clone()).collect();
     let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
     assert_eq!(got, want);
 }
@@ -412,15 +419,8 @@ fn after_a_request_loss_hsets_realign_by_their_counts_of_fields() {
 #[test]
 fn an_hset_cut_short_of_its_pairs_does_not_bound_its_reply() {
     let ops: Vec<_> = (0..200).map(loader_hset).collect();
-    let bytes = |a: usize, b: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| o.0.clone()).collect() };
     let whole = |o: &&(Vec<u8>, Vec<u8>, Owned)| o.2 != Owned::Integer(9);
-    let mut r = Run::with(Session::new(Limits { max_command_bytes: 217, ..Limits::default() }));
-    r.req(10, &bytes(0, 5));
-    r.gap(Direction::Request, 11, bytes(5, 9).len() as u64);
-    r.req(11, &bytes(9, 200));
-    r.rep(20, &ops.iter().flat_map(|o| o.1.clone()).collect::<Vec<u8>>());
-    r.finish();
-    let kept: Vec<_> = ops[..5].iter().chain(&ops[9..]).collect();
+    let (r, kept) = commands_5_to_8_lost(Session::new(Limits { max_command_bytes: 217, ..Limits::default() }), &ops);
     assert_eq!(r.session.stats().oversized_commands, kept.iter().filter(|o| !whole(o)).count() as u64);
     let want: Vec<Owned> = kept.into_iter().filter(whole).map(|o| o.2.clone()).collect();
     let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
