@@ -1328,7 +1328,7 @@ fn minisim_dict<'py>(py: Python<'py>, m: &crate::curve::MiniSim) -> PyResult<Bou
 /// up to 64 MiB free at its top are kept. A user's own `MALLOC_MMAP_THRESHOLD_` or `MALLOC_TRIM_THRESHOLD_`
 /// is left alone.
 ///
-/// And in one arena: glibc gives each thread that allocates while another holds the arena one of its own,
+/// And in one arena: glibc gives each thread an arena of its own (up to eight a core) on its first allocation,
 /// and each kept its 64 MiB. A Parquet trace's batches are decoded on Arrow's threads, turned into events on
 /// the reader's and simulated on the core's: over the 10^8-lookup dataset, `--curve lru --sample-keys 32768`
 /// held 137 MB in five arenas for 8 MB in use at its end, its peak 113-127 MiB above the interpreter's

@@ -1,5 +1,5 @@
 """How the process's memory is allocated: one arena for every thread, and the pages batches leave free in the
-heap given back once a second while a trace is simulated."""
+heap given back every ten seconds while a trace is simulated."""
 
 from __future__ import annotations
 
