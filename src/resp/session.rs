@@ -1162,7 +1162,7 @@ impl Session {
             self.contradiction(out);
             return;
         };
-        let fits = queued || p.cmd.truncated || compatible(p.class, p.cmd.argc, &top);
+        let fits = queued || shape_fits(&p.cmd, p.class, &top);
         if ts < p.cmd.end_ts || !fits {
             self.contradiction(out);
             return;
@@ -1317,7 +1317,7 @@ impl Session {
                     break;
                 }
                 let (class, cmd) = (self.queue[i].class, self.queue[i].cmd);
-                let fits = cmd.truncated || compatible(class, cmd.argc, &frame.nodes[root]);
+                let fits = shape_fits(&cmd, class, &frame.nodes[root]);
                 replies.push(fits.then(|| summarize(frame, root, class, &mut self.replies)));
                 root = subtree_end(&frame.nodes, root);
             }
@@ -1401,6 +1401,13 @@ impl Session {
         };
         out(&command);
     }
+}
+
+/// Whether a reply whose top node is `top` can answer `cmd` of `class`: always when the command was cut short
+/// of its arguments (`truncated`: what it kept says nothing of its reply's shape; a realignment holds it so,
+/// see `Session::held`).
+fn shape_fits(cmd: &Parsed, class: Class, top: &super::reply::Node) -> bool {
+    cmd.truncated || compatible(class, cmd.argc, top)
 }
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
