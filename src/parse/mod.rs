@@ -447,6 +447,10 @@ impl StreamSink for Sink {
         self.with_session(conn, |s, rows| s.on_gap(dir, ts_ns, missing_bytes, &mut |c| rows.push_command(conn, c)));
     }
 
+    fn on_fins(&mut self, conn: u32, ts_ns: i64) {
+        self.with_session(conn, |s, _| s.ended(ts_ns));
+    }
+
     fn on_close(&mut self, conn: u32, _ts_ns: i64) {
         self.close(conn);
     }

@@ -46,6 +46,9 @@ pub trait StreamSink {
     fn on_data(&mut self, conn: u32, dir: Direction, ts_ns: i64, data: &[u8]);
     /// `missing_bytes` of the direction were sent but are not in the capture; the next `on_data` continues after them.
     fn on_gap(&mut self, conn: u32, dir: Direction, ts_ns: i64, missing_bytes: u64);
+    /// The connection ended with a FIN each way, every byte sent before them delivered or reported lost; then
+    /// `on_close` follows at once.
+    fn on_fins(&mut self, _conn: u32, _ts_ns: i64) {}
     /// The connection ended (RST, FIN both ways, idle timeout, eviction or end of capture). No calls follow.
     fn on_close(&mut self, conn: u32, ts_ns: i64);
 }

@@ -277,6 +277,10 @@ impl Reassembler {
     /// Ends an open connection (RST, or FIN both ways) and keeps it as a tombstone for its last segments.
     fn close<S: StreamSink + ?Sized>(&mut self, slot: u32, ts_ns: i64, sink: &mut S) {
         self.flush(slot, Some(ts_ns), sink);
+        let conn = self.table.get(slot);
+        if conn.streams.iter().all(|s| s.finished()) {
+            sink.on_fins(conn.id, ts_ns);
+        }
         sink.on_close(self.table.get(slot).id, ts_ns);
         self.table.mark_closed(slot, ts_ns);
     }

@@ -28,6 +28,7 @@ mod reply;
 mod request;
 mod resync;
 mod session;
+mod settle;
 mod summary;
 mod tls;
 

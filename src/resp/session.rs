@@ -61,13 +61,14 @@ use super::arena::ArgsView;
 use super::batch::Batches;
 use super::lockstep::Lockstep;
 use super::command::Command;
-use super::realign::{self, Held, Outcome, Realign};
+use super::realign::{self, Fate, Held, Outcome, Realign, Resolved};
 use super::reframe::{self, reply_bound, Unframed};
 use super::reply::{Kind, Plan, ReplyParser, Step};
 use super::request::{ArgStore, Event, Parsed, RequestParser};
 use super::summary::{
     classify, compatible, confirms, error_code, mode_unknown, pubsub_kind, subtree_end, summarize, Class, ClientReply, PubSub, ReplyStore, Stored,
 };
+use super::settle;
 use super::tls::is_tls_record;
 use super::{Direction, Limits, RespStats};
 
@@ -214,6 +215,12 @@ pub struct Session {
     orphaned: bool,
     /// The client has sent an inline line: lost bytes may have held inline commands (`realign::lost_bound`).
     inline_seen: bool,
+    /// When a byte of either direction (or a gap) was last seen.
+    last_seen_ts: i64,
+    /// The client has sent a command that may block (`settle::blocks`): the connection never settles.
+    blocking_seen: bool,
+    /// The connection ended with a FIN each way after a quiet moment (`settle`).
+    settled: bool,
     next_id: u64,
 }
 
@@ -273,6 +280,9 @@ impl Session {
             no_realign: false,
             lost_requests: realign::LostRequests::default(),
             inline_seen: false,
+            last_seen_ts: i64::MIN,
+            blocking_seen: false,
+            settled: false,
             orphaned: false,
             next_id: 0,
         }
@@ -311,6 +321,7 @@ impl Session {
         if self.encrypted {
             return;
         }
+        self.last_seen_ts = self.last_seen_ts.max(ts_ns);
         match dir {
             Direction::Request => self.on_request(ts_ns, data, out),
             Direction::Reply => self.on_reply(ts_ns, data, out),
@@ -323,6 +334,7 @@ impl Session {
         if self.encrypted {
             return;
         }
+        self.last_seen_ts = self.last_seen_ts.max(ts_ns);
         match dir {
             Direction::Request => {
                 self.stats.request_gaps += 1;
@@ -370,6 +382,12 @@ impl Session {
         self.copy_counts();
     }
 
+    /// The connection ended at `ts_ns` with a FIN each way, every byte before them seen or reported lost
+    /// (`finish` follows): it settled if it was quiet for `settle::SETTLE_NS` before.
+    pub fn ended(&mut self, ts_ns: i64) {
+        self.settled = ts_ns.saturating_sub(self.last_seen_ts) >= settle::SETTLE_NS;
+    }
+
     /// The connection closed or the capture ended: every command still waiting is emitted, its reply unknown.
     pub fn finish(&mut self, out: &mut impl FnMut(&Command)) {
         while !self.finish_some(usize::MAX, usize::MAX, i64::MAX, out) {}
@@ -393,6 +411,12 @@ impl Session {
             if let Some(r) = self.realign.as_mut() {
                 // No command comes any more: no reply held answers one not seen.
                 let outcome = r.time_passes(i64::MAX);
+                self.realign_outcome(outcome, out);
+            }
+            // Every command was answered, every reply read, none owed to commands sent before the loss.
+            let counted = self.framed && !self.blocking_seen && self.waiting == 0 && self.skip == 0;
+            if let Some(r) = self.realign.as_mut().filter(|_| self.settled && counted) {
+                let outcome = r.settled();
                 self.realign_outcome(outcome, out);
             }
             // (A realignment holds at most `realign::MAX_HELD` commands: those it lets go are emitted at once.)
@@ -476,7 +500,8 @@ impl Session {
         self.modes.client_reply = ClientReply::On;
         // Pairing was certain but for replies that answered no command with the client silent since: they
         // answer commands lost in this very loss, which the realignment's offsets allow for.
-        let certain = self.pairing != Pairing::Unsynced || std::mem::take(&mut self.orphaned);
+        let orphaned = self.pairing == Pairing::Unsynced && std::mem::take(&mut self.orphaned);
+        let certain = self.pairing != Pairing::Unsynced || orphaned;
         if self.pairing == Pairing::Synced {
             self.pairing = Pairing::Draining(self.skip + self.waiting as u64);
         }
@@ -486,26 +511,20 @@ impl Session {
             // The replies still owed to the commands sent before the loss are paired first (`Draining`); the
             // realignment sees the replies after them.
             let unseen = std::mem::take(&mut self.lost_requests).bound(self.inline_seen);
-            self.realign = Some(Box::new(Realign::new(unseen, self.timing_holds())));
+            self.realign = Some(Box::new(Realign::after_commands_lost(unseen, orphaned, self.timing_holds())));
         }
         self.drain_check(out);
     }
 
-    /// Client bytes were lost (or skipped) after the commands the realignment under way holds: their
-    /// replies and those of the commands lost come in an order its offsets do not model. Its commands come
-    /// out unknown, and a new realignment holds the commands read from here on, its offsets allowing for
-    /// every reply the old one may still have owed and for those of the commands lost.
+    /// Client bytes were lost (or skipped) after the commands the realignment under way holds: the commands
+    /// read from here on are a run of their own, whose replies come after those of the commands lost
+    /// (`realign`'s runs).
     fn cut_realign(&mut self, out: &mut impl FnMut(&Command)) {
-        let Some(owed) = self.realign.as_ref().and_then(|r| r.remaining()) else {
-            self.give_up_realign(out);
-            return;
-        };
-        self.give_up_realign(out);
-        let unseen = owed.saturating_add(std::mem::take(&mut self.lost_requests).bound(self.inline_seen));
-        self.realign = Some(Box::new(Realign::new(unseen, self.timing_holds())));
-        if !self.framed {
-            self.unframed.start(self.reply_bytes);
-        }
+        let bound = std::mem::take(&mut self.lost_requests).bound(self.inline_seen);
+        let timing = self.timing_holds();
+        let Some(r) = self.realign.as_mut() else { return };
+        let outcome = r.commands_lost(bound, timing);
+        self.realign_outcome(outcome, out);
     }
 
     /// Whether a realignment starting now may count replies: the client waits for its replies, and every
@@ -521,18 +540,15 @@ impl Session {
     /// afresh.
     fn replies_lost(&mut self, out: &mut impl FnMut(&Command)) {
         if let Some(r) = self.realign.as_mut() {
-            let dropped = r.replies_lost();
+            let (let_go, dropped) = r.replies_lost();
             // Commands still waiting for replies before the held ones (a request-side loss draining): their
             // replies may come, or not.
             r.add_unseen(self.waiting as u64 + self.skip);
-            for f in dropped {
-                self.stats.unpaired_replies += 1;
-                self.release_reply(f.reply);
-            }
+            self.apply(Resolved { cmds: let_go.into_iter().map(|c| (c, Fate::Unknown)).collect(), unpaired: dropped.into() });
         } else if self.pairing == Pairing::Synced && !self.no_realign {
             self.lost_requests = realign::LostRequests::default();
             // (How many replies the loss took is unknown: no count of them tells the offset.)
-            let mut r = Realign::new(self.skip, None);
+            let mut r = Realign::after_replies_lost(self.skip);
             let held: Vec<Held> =
                 self.queue.iter().filter(|p| p.wait == Wait::Reply).map(|p| self.held(p.id, p.class, &p.cmd)).collect();
             for p in self.queue.iter_mut().filter(|p| p.wait == Wait::Reply) {
@@ -592,73 +608,75 @@ impl Session {
         }
     }
 
-    /// What a realignment's outcome asks: pair at the offset found, give up, or (waiting) keep what it holds
-    /// within its bounds.
+    /// What a realignment's outcome asks: pair at the offsets found, give up, or (waiting) let go what it has
+    /// learnt all it can of and keep the rest within its bounds.
     fn realign_outcome(&mut self, outcome: Outcome, out: &mut impl FnMut(&Command)) {
         match outcome {
-            Outcome::Aligned(s) => self.realigned(s, out),
+            Outcome::Aligned => self.realigned(out),
             Outcome::None => self.give_up_realign(out),
             Outcome::Wait => {
                 let Some(r) = self.realign.as_mut() else { return };
+                let mut done = Resolved::default();
+                while let Some(front) = r.take_front() {
+                    done.cmds.extend(front.cmds);
+                    done.unpaired.extend(front.unpaired);
+                }
                 let mut let_go = Vec::new();
+                while r.over_bounds() {
+                    let_go.extend(r.let_go_front());
+                }
                 while r.cmds.len() > realign::MAX_HELD {
-                    let_go.extend(r.pop_cmd().map(|c| c.id));
+                    let_go.extend(r.pop_cmd());
                 }
-                let mut frames = Vec::new();
                 while r.frames.len() > realign::MAX_HELD {
-                    frames.extend(r.pop_frame());
+                    done.unpaired.extend(r.pop_frame());
                 }
-                for id in let_go {
-                    let i = self.index_of(id);
-                    self.queue[i].wait = Wait::Done;
-                }
-                for f in frames {
-                    self.stats.unpaired_replies += 1;
-                    self.release_reply(f.reply);
-                }
+                done.cmds.extend(let_go.into_iter().map(|c| (c, Fate::Unknown)));
+                self.apply(done);
                 self.emit_ready(out);
             }
         }
     }
 
-    /// Offset `s` is confirmed: held reply j answers held command j + s. Pairing is certain again from there.
-    fn realigned(&mut self, s: i64, out: &mut impl FnMut(&Command)) {
+    /// Commands a realignment let go take what it found for them; the replies it let go unpaired are counted.
+    fn apply(&mut self, resolved: Resolved) {
+        for (c, fate) in resolved.cmds {
+            let at = self.index_of(c.id);
+            match fate {
+                Fate::Paired(f) => {
+                    // HGETALL's field names and EXEC's elements were not kept (what a reply keeps depends on
+                    // its command, unknown while it was held); a command queued by MULTI has its reply in
+                    // EXEC's.
+                    let kept = !f.queued && !matches!(c.class, Class::Hgetall | Class::Exec);
+                    let reply = if kept { f.reply } else { Stored::Unknown };
+                    if !kept {
+                        self.release_reply(f.reply);
+                    }
+                    let p = &mut self.queue[at];
+                    p.wait = Wait::Done;
+                    p.reply = reply;
+                    p.reply_ts = Some(f.ts);
+                    self.stats.realigned_replies += 1;
+                }
+                Fate::Unknown => self.queue[at].wait = Wait::Done,
+                Fate::Awaits => {
+                    self.queue[at].wait = Wait::Reply;
+                    self.waiting += 1;
+                }
+            }
+        }
+        for f in resolved.unpaired {
+            self.stats.unpaired_replies += 1;
+            self.release_reply(f.reply);
+        }
+    }
+
+    /// The latest run's offset is confirmed: every command held takes its run's pairing (`Realign::resolve`),
+    /// and pairing is certain again from there.
+    fn realigned(&mut self, out: &mut impl FnMut(&Command)) {
         let Some(r) = self.realign.take() else { return };
         self.unframed.stop();
-        let answered_to = r.frames.len() as i64 + s;
-        for (j, f) in r.frames.iter().enumerate() {
-            let i = j as i64 + s;
-            if i < 0 {
-                // The reply of a command lost with the client's bytes.
-                self.stats.unpaired_replies += 1;
-                self.release_reply(f.reply);
-                continue;
-            }
-            let c = r.cmds[i as usize];
-            // HGETALL's field names and EXEC's elements were not kept (what a reply keeps depends on its
-            // command, unknown while it was held); a command queued by MULTI has its reply in EXEC's.
-            let kept = !f.queued && !matches!(c.class, Class::Hgetall | Class::Exec);
-            let reply = if kept { f.reply } else { Stored::Unknown };
-            if !kept {
-                self.release_reply(f.reply);
-            }
-            let at = self.index_of(c.id);
-            let p = &mut self.queue[at];
-            p.wait = Wait::Done;
-            p.reply = reply;
-            p.reply_ts = Some(f.ts);
-            self.stats.realigned_replies += 1;
-        }
-        for (i, c) in r.cmds.iter().enumerate() {
-            let at = self.index_of(c.id);
-            if (i as i64) < s {
-                // Its reply was lost.
-                self.queue[at].wait = Wait::Done;
-            } else if i as i64 >= answered_to {
-                self.queue[at].wait = Wait::Reply;
-                self.waiting += 1;
-            }
-        }
+        self.apply(r.resolve());
         self.pairing = Pairing::Synced;
         self.request_lost = false;
         self.lost_requests = realign::LostRequests::default();
@@ -709,6 +727,7 @@ impl Session {
             self.realign_outcome(outcome, out);
         }
         let class = classify(self.args_of(&cmd));
+        self.blocking_seen |= settle::blocks(self.args_of(&cmd));
         if !realigns(class) {
             self.no_realign = true;
             self.give_up_realign(out);

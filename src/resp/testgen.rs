@@ -139,6 +139,11 @@ impl Run {
         self.session.on_gap(dir, ts, missing, &mut |c| got.push(Got::of(c)));
         self
     }
+    /// The connection ended at `ts` with a FIN each way (`Session::ended`).
+    pub fn ended(&mut self, ts: i64) -> &mut Run {
+        self.session.ended(ts);
+        self
+    }
     pub fn finish(&mut self) -> &mut Run {
         let got = &mut self.got;
         self.session.finish(&mut |c| got.push(Got::of(c)));

@@ -9,5 +9,6 @@ mod pickup;
 mod planted;
 mod props;
 mod reframing;
+mod runs;
 mod timing;
 mod traffic;

@@ -1,0 +1,599 @@
+//! Realignment after a loss of replies: which reply answers which command, told by the replies' shapes.
+//!
+//! After reply bytes of a connection are lost, the replies of an unknown number of the commands waiting went
+//! with them. Once the reply stream is read again from a frame start (found at the next quiet moment, from
+//! where the frames read since the loss begin: `reframe`), the replies that follow answer the commands held in order, one each, from some unknown offset on: reply `j`
+//! answers command `j + s`, the first s commands having lost theirs. Commands and replies are held here,
+//! unpaired, and each offset still possible is tested on every (reply, command) pair it makes: the reply must
+//! have begun after the command ended, and be of a shape the command can get (`summary::compatible`: an MGET
+//! of 3 keys an array of 3, a DEL an integer, a GET a bulk or nil); and no reply that began before a command
+//! not held yet can answer it. When a single offset is left, and it has paired `CONFIRM_RUN` replies of telling
+//! shapes, the held replies go to their commands and pairing goes on from there; until then nothing is used.
+//! When the shapes cannot tell the offsets apart (a run of GETs only), nothing is decided and the commands
+//! come out with their replies unknown.
+//!
+//! The offsets tried are every one the loss allows: from 0 up to as many commands held as had ended when the
+//! first reply began (a reply answers a command already sent), and down to minus the replies still owed to
+//! commands not held (evicted from a full queue, or lost with the client's bytes).
+//!
+//! A loss of client bytes starts one too: the commands it took each have one reply, of a shape nobody knows,
+//! before those of the commands read after it. How many there were is not known, only the bytes lost: no
+//! command with a reply takes fewer than `MIN_COMMAND_BYTES` (an inline `x\n`), or `MIN_ARRAY_COMMAND_BYTES`
+//! on a connection that has sent RESP arrays only, so the offsets go down to minus one per that many bytes
+//! lost; of the bytes seen but skipped, only the RESP array starts count then (`LostRequests`). An offset
+//! that deep is only tested once as many replies have come, so such a realignment confirms later; until then
+//! nothing is used.
+//!
+//! A second loss of client bytes before the offset is known starts a new run of commands (`segment`): the
+//! runs on either side of it pair at offsets that differ by the replies of the commands it took, none to as
+//! many as its bytes could hold. Each run keeps its own offsets, tested on its own pairs, and each narrows
+//! its neighbours': a run of telling shapes between two of SETs is told by its own replies, and once a later
+//! run is known, the one before it lies within that loss's bound of it. A loader that loses a segment every
+//! few dozen HSETs never held one run long enough for the replies of its deepest offsets to come (those tell
+//! only once as many replies have come as the loss allowed commands); as runs, each is told in the end.
+//! The first run leaves once nothing more can be learnt of it (`take_front`), the latest when its offset is
+//! confirmed (`resolve`): then every run still held leaves, paired where its offset was confirmed.
+//!
+//! Counting replies tells the latest run's offset outright, where every reply since the loss was read: on a
+//! lockstep connection at its batches' boundaries (the timing rule, `TIMING_RUN`), and on any connection
+//! that fell quiet with every command it sent answered (`settled`: the connection closed after a quiet
+//! moment, see `session`).
+
+use std::collections::VecDeque;
+
+use super::reframe::ReplyBound;
+use super::reply::{Kind, Node};
+use super::summary::{compatible, Class, Stored};
+
+mod segment;
+use segment::Segment;
+
+/// Replies paired under the one offset left before they are used, of commands whose replies have telling
+/// shapes (`telling`).
+pub(crate) const CONFIRM_RUN: usize = 8;
+/// Boundaries at which the timing bound reached the same offset before it is used: the first gives it, the
+/// next ones confirm it (the replies of each batch between as many as its commands). The connection showed
+/// no dirty boundary (`lockstep`) before the loss, and only boundaries closing batches no wider than
+/// `MIN_CLEAN` clean ones closed then count (`Lockstep::shown_width`); a dirty one after it (the client
+/// changed its ways, or the server lags a wider batch) fakes the count only if it is the lowest so far and
+/// the next boundaries are dirty alike.
+pub(crate) const TIMING_RUN: u32 = 3;
+/// Commands or replies held at most while the offset is unknown: beyond it the oldest command and the oldest
+/// reply are let go unpaired together (which keeps every offset's meaning).
+pub(crate) const MAX_HELD: usize = 4096;
+/// Offsets tried at most; a loss that allows more ends the realignment (the commands stay unknown).
+pub(crate) const MAX_OFFSETS: usize = 8192;
+/// Runs of commands held at most (each loss of client bytes while the offsets are unknown starts one), and
+/// offsets tried at most over all of them: beyond either, the first run is let go unpaired.
+pub(crate) const MAX_RUNS: usize = 64;
+pub(crate) const MAX_OFFSETS_HELD: usize = 4 * MAX_OFFSETS;
+/// The fewest bytes a command the server answers can take: an inline command of one letter and its newline
+/// (an empty line gets no reply).
+pub(crate) const MIN_COMMAND_BYTES: u64 = 2;
+/// The same for a RESP array, `*1\r\n$1\r\nx\r\n`: on a connection that has sent only RESP arrays (client
+/// libraries send nothing else; inline commands are typed by hand), the lost bytes are taken to hold them
+/// only. A connection that has sent an inline line is allowed the inline bound.
+pub(crate) const MIN_ARRAY_COMMAND_BYTES: u64 = 11;
+
+/// Client bytes lost or skipped since a realignment began: what commands they may have held.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LostRequests {
+    /// Bytes lost in gaps: nobody saw them.
+    pub gap_bytes: u64,
+    /// Bytes seen but skipped while searching for a command start, and the RESP array starts among them
+    /// that the server may have answered (`resync::scan`).
+    pub skipped_bytes: u64,
+    pub skipped_commands: u64,
+}
+
+impl LostRequests {
+    /// Replies at most owed to the commands these bytes held, besides one cut at each end (the server read
+    /// those whole).
+    pub fn bound(&self, inline_seen: bool) -> u64 {
+        let held = if inline_seen {
+            (self.gap_bytes + self.skipped_bytes) / MIN_COMMAND_BYTES
+        } else {
+            self.gap_bytes / MIN_ARRAY_COMMAND_BYTES + self.skipped_commands
+        };
+        held.saturating_add(2)
+    }
+}
+
+/// A command waiting for the offset: its session id and what its reply must be like.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Held {
+    pub id: u64,
+    pub class: Class,
+    pub argc: u32,
+    pub end_ts: i64,
+    /// What its reply can hold (`reframe`); None when anything.
+    pub bound: Option<ReplyBound>,
+}
+
+/// A reply waiting for the offset.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    pub top: Node,
+    pub ts: i64,
+    pub reply: Stored,
+    /// `+QUEUED`: answers any command inside MULTI.
+    pub queued: bool,
+}
+
+/// What a command held comes out with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Fate {
+    /// The reply found for it.
+    Paired(Frame),
+    /// Its reply is unknown (its run's offset was not told, or its reply was lost).
+    Unknown,
+    /// Its reply is still to come: pairing resumes with it.
+    Awaits,
+}
+
+/// Commands let go by a realignment, in order, with what they come out with, and the replies it let go
+/// unpaired.
+#[derive(Default)]
+pub(crate) struct Resolved {
+    pub cmds: Vec<(Held, Fate)>,
+    pub unpaired: Vec<Frame>,
+}
+
+/// What the session does with a command or reply let go.
+pub(crate) enum Outcome {
+    /// Nothing decided yet.
+    Wait,
+    /// The offset of the latest run is confirmed: the session takes everything held (`resolve`) and pairing
+    /// resumes.
+    Aligned,
+    /// No offset is left for some run: the loss was not what the offsets model (the session gives up this
+    /// realignment).
+    None,
+}
+
+pub(crate) struct Realign {
+    pub cmds: VecDeque<Held>,
+    pub frames: VecDeque<Frame>,
+    /// The runs of commands held, in order, between the losses of client bytes since it began (one at least:
+    /// the latest gets the commands read from now on).
+    segs: VecDeque<Segment>,
+    /// Replies have come since it began: the offsets' ranges are fixed.
+    started: bool,
+    /// Commands held may have had their replies before the first held (lost, or come early): offsets may
+    /// pair the first commands held with no reply held.
+    replies_lost: bool,
+    /// The connection is lockstep and no reply was lost since the latest run began: the timing rule holds, at
+    /// boundaries closing batches of at most this many commands (`Lockstep::shown_width`).
+    timing: Option<u32>,
+    /// The offset of the latest run the timing bound last reached at a boundary, and at how many boundaries
+    /// it has.
+    reached: Option<(i64, u32)>,
+    /// The connection settled (`settled`): the latest run's offset is the count's.
+    settled: bool,
+}
+
+impl Realign {
+    /// After a loss of client bytes, the replies of the commands sent before it drained: every reply from now
+    /// on answers a command held or one lost or owed before them (`unseen`: how many such replies at most),
+    /// unless `early`: replies already came that answered no command seen (the reassembler held the commands
+    /// behind a hole while their replies came), which may be those of the first commands held. `timing`: the
+    /// connection is lockstep, and the reply stream framed from the start (every reply is counted): the widest
+    /// batch the client was seen to wait for, `MIN_CLEAN` times.
+    pub fn after_commands_lost(unseen: u64, early: bool, timing: Option<u32>) -> Realign {
+        Realign::new(unseen, early, timing)
+    }
+
+    /// After a loss of replies: the commands held from now on may have lost theirs; `unseen` replies may
+    /// answer commands not held, sent before them.
+    pub fn after_replies_lost(unseen: u64) -> Realign {
+        Realign::new(unseen, true, None)
+    }
+
+    fn new(unseen: u64, replies_lost: bool, timing: Option<u32>) -> Realign {
+        Realign {
+            cmds: VecDeque::new(),
+            frames: VecDeque::new(),
+            segs: VecDeque::from([Segment::new(unseen)]),
+            started: false,
+            replies_lost,
+            timing,
+            reached: None,
+            settled: false,
+        }
+    }
+
+    /// What the replies still owed can hold, for finding frames again (`reframe`): None when a command held
+    /// may get any reply, or replies are owed to commands not held (of kinds nobody knows).
+    pub fn reply_bound(&self) -> Option<ReplyBound> {
+        if self.segs.iter().any(|g| g.gap > 0) {
+            return None;
+        }
+        self.cmds.iter().try_fold(ReplyBound { elements: 0, values: false }, |b, c| {
+            let c = c.bound?;
+            Some(ReplyBound { elements: b.elements.max(c.elements), values: b.values || c.values })
+        })
+    }
+
+    /// More commands whose replies may come without them being held, before those held.
+    pub fn add_unseen(&mut self, n: u64) {
+        self.segs[0].gap = self.segs[0].gap.saturating_add(n);
+    }
+
+    /// Client bytes were lost after the commands held: the commands read from now on are a new run, whose
+    /// replies come after those of as many as `bound` commands lost. `timing`: as for `new`, as it stands now.
+    pub fn commands_lost(&mut self, bound: u64, timing: Option<u32>) -> Outcome {
+        self.timing = timing;
+        self.reached = None;
+        let last = self.segs.len() - 1;
+        if self.segs[last].len == 0 {
+            // No command since the previous loss: one run of lost commands, as many as both allow.
+            let g = &mut self.segs[last];
+            g.gap = g.gap.saturating_add(bound);
+            if let (Some(lo), Some(hi)) = (g.min(), g.max()) {
+                g.range(lo.saturating_sub_unsigned(bound), hi);
+            }
+        } else {
+            let mut g = Segment::new(bound);
+            if self.started {
+                let p = &self.segs[last];
+                g.range(p.min().unwrap_or(0).saturating_sub_unsigned(bound), p.max().unwrap_or(0));
+            }
+            self.segs.push_back(g);
+        }
+        if self.segs.back().is_some_and(|g| g.alive.len() > MAX_OFFSETS) {
+            return Outcome::None;
+        }
+        self.decide()
+    }
+
+    /// Replies are lost again: the offsets change by an unknown amount. The runs before the latest are let go
+    /// (returned: their commands come out unknown), and so are the replies held (the caller counts them); the
+    /// latest run's offsets are tried afresh from the next reply, allowing for every reply still owed to the
+    /// commands before it.
+    pub fn replies_lost(&mut self) -> (Vec<Held>, VecDeque<Frame>) {
+        let last = self.segs.len() - 1;
+        let start = self.start(last) as i64;
+        let nf = self.frames.len() as i64;
+        let owed = if self.started {
+            // Under the deepest offset still possible, the replies not yet come before the run's first.
+            self.segs[last].min().map_or(0, |s| (start - s - nf).max(0) as u64)
+        } else {
+            let held = self.segs.iter().take(last).map(|g| g.len as u64).sum::<u64>();
+            self.segs.iter().map(|g| g.gap).fold(held, u64::saturating_add)
+        };
+        let let_go: Vec<Held> = self.cmds.drain(..start as usize).collect();
+        let len = self.segs[last].len;
+        self.segs = VecDeque::from([Segment { len, gap: owed, alive: Vec::new() }]);
+        self.started = false;
+        self.replies_lost = true;
+        // How many replies were lost is unknown: the bound no longer counts them all (until the next run).
+        self.timing = None;
+        self.reached = None;
+        (let_go, std::mem::take(&mut self.frames))
+    }
+
+    /// Index in `cmds` of run `g`'s first command.
+    fn start(&self, g: usize) -> usize {
+        self.segs.iter().take(g).map(|s| s.len).sum()
+    }
+
+    fn fits(f: &Frame, c: &Held) -> bool {
+        f.ts >= c.end_ts && (f.queued || compatible(c.class, c.argc, &f.top))
+    }
+
+    pub fn push_cmd(&mut self, c: Held) -> Outcome {
+        self.cmds.push_back(c);
+        let last = self.segs.len() - 1;
+        self.segs[last].len += 1;
+        if self.started {
+            let i = self.cmds.len() as i64 - 1;
+            let (cmds, frames) = (&self.cmds, &self.frames);
+            let nf = frames.len() as i64;
+            self.segs[last].retain(|s| {
+                let j = i - s;
+                !(0..nf).contains(&j) || Self::fits(&frames[j as usize], &cmds[i as usize])
+            });
+            self.propagate();
+        }
+        self.decide()
+    }
+
+    pub fn push_frame(&mut self, f: Frame) -> Outcome {
+        self.frames.push_back(f);
+        if !self.started && !self.start_offsets(f.ts) {
+            return Outcome::None;
+        }
+        let j = self.frames.len() as i64 - 1;
+        let mut start = 0i64;
+        let (cmds, frames) = (&self.cmds, &self.frames);
+        for g in self.segs.iter_mut() {
+            let end = start + g.len as i64;
+            g.retain(|s| {
+                let i = j + s;
+                !(start..end).contains(&i) || Self::fits(&frames[j as usize], &cmds[i as usize])
+            });
+            start = end;
+        }
+        self.propagate();
+        self.decide()
+    }
+
+    /// The first reply fixes the offsets' ranges: the first run's from minus the replies owed before it to
+    /// as many commands held as had ended, when their replies may be gone (a reply answers a command already
+    /// sent: at most those lost theirs), else to 0 (the first reply answers the first command held or one
+    /// before it);
+    /// each later run's from its predecessor's, less the replies its loss may have owed. False when a range is
+    /// wider than `MAX_OFFSETS`.
+    fn start_offsets(&mut self, ts: i64) -> bool {
+        self.started = true;
+        let hi = if self.replies_lost { self.cmds.iter().filter(|c| c.end_ts <= ts).count() as i64 } else { 0 };
+        let unseen = self.segs[0].gap;
+        if unseen >= MAX_OFFSETS as u64 || hi + unseen as i64 >= MAX_OFFSETS as i64 {
+            return false;
+        }
+        self.segs[0].range(-(unseen as i64), hi);
+        for g in 1..self.segs.len() {
+            let (lo, hi) = (self.segs[g - 1].min().unwrap_or(0), self.segs[g - 1].max().unwrap_or(0));
+            let gap = self.segs[g].gap;
+            if gap >= MAX_OFFSETS as u64 || hi - lo + gap as i64 >= MAX_OFFSETS as i64 {
+                return false;
+            }
+            self.segs[g].range(lo - gap as i64, hi);
+        }
+        true
+    }
+
+    /// Narrows each run's offsets to what its neighbours' allow: the run after a loss of at most `gap` commands
+    /// lies between none and `gap` replies further on.
+    fn propagate(&mut self) {
+        let n = self.segs.len();
+        loop {
+            let mut changed = false;
+            for g in 1..n {
+                let (Some(lo), Some(hi)) = (self.segs[g - 1].min(), self.segs[g - 1].max()) else { return };
+                let gap = self.segs[g].gap.min(MAX_OFFSETS as u64) as i64;
+                changed |= self.segs[g].clamp(lo - gap, hi);
+            }
+            for g in (0..n.saturating_sub(1)).rev() {
+                let (Some(lo), Some(hi)) = (self.segs[g + 1].min(), self.segs[g + 1].max()) else { return };
+                let gap = self.segs[g + 1].gap.min(MAX_OFFSETS as u64) as i64;
+                changed |= self.segs[g].clamp(lo, hi + gap);
+            }
+            if !changed {
+                return;
+            }
+        }
+    }
+
+    /// Every command not held yet ends at `now` or later: an offset under which a reply that began before
+    /// `now` answers one of them is not possible (for the latest run: the commands lost before a later one
+    /// were sent before it).
+    pub fn time_passes(&mut self, now: i64) -> Outcome {
+        if !self.started {
+            return Outcome::Wait;
+        }
+        let (nc, frames) = (self.cmds.len() as i64, &self.frames);
+        let nf = frames.len() as i64;
+        if let Some(g) = self.segs.back_mut() {
+            g.retain(|s| {
+                let first = (nc - s).max(0);
+                !(first < nf && frames[first as usize].ts < now)
+            });
+        }
+        self.propagate();
+        self.decide()
+    }
+
+    /// A command sent at `now` began a batch (reply bytes came since the previous one began), after
+    /// `time_passes(now)`, closing a batch of `closed` commands seen: the replies begun before `now` answered
+    /// at most the commands held and those lost, all of them if the client waited for them and the server
+    /// for the batch's end. Notes whether that bound is the latest run's highest offset left.
+    pub fn boundary(&mut self, now: i64, closed: u32) -> Outcome {
+        if self.timing.is_none_or(|widest| closed > widest) || !self.started {
+            return self.decide();
+        }
+        let after = self.frames.iter().rev().take_while(|f| f.ts >= now).count();
+        let bound = self.cmds.len() as i64 - (self.frames.len() - after) as i64;
+        if self.segs.back().and_then(Segment::max) == Some(bound) {
+            let n = match self.reached {
+                Some((r, n)) if r == bound => n + 1,
+                _ => 1,
+            };
+            self.reached = Some((bound, n));
+        }
+        self.decide()
+    }
+
+    /// The connection fell quiet with every command sent answered, and every reply read as a frame (the caller
+    /// checks both, `settle`): the replies held since the first are those of the commands held and of those
+    /// lost or owed before them, so the latest run's offset is the count's, and the runs before it are
+    /// narrowed from it.
+    pub fn settled(&mut self) -> Outcome {
+        if !self.started {
+            return self.decide();
+        }
+        let exact = self.cmds.len() as i64 - self.frames.len() as i64;
+        if let Some(g) = self.segs.back_mut() {
+            g.clamp(exact, exact);
+        }
+        self.settled = true;
+        self.propagate();
+        self.decide()
+    }
+
+    /// The offset the timing bound gives, once reached at `TIMING_RUN` boundaries and still possible: the
+    /// latest run's highest one left (a lower one left means the bound was not reached since, as it is only
+    /// ever lowered).
+    fn timed(&self) -> Option<i64> {
+        let (s, n) = self.reached?;
+        (self.timing.is_some() && n >= TIMING_RUN && self.segs.back().and_then(Segment::max) == Some(s)).then_some(s)
+    }
+
+    /// Replies paired under offset `s` so far with run `g`'s commands, and how many of them are telling: the
+    /// command allows few shapes (not a SET or any command whose replies vary) and the reply is no error (an
+    /// error answers anything).
+    fn overlap(&self, g: usize, s: i64) -> (usize, usize) {
+        let start = self.start(g) as i64;
+        let (lo, hi) = ((start - s).max(0), (start + self.segs[g].len as i64 - s).min(self.frames.len() as i64));
+        let (mut paired, mut telling) = (0, 0);
+        for j in lo..hi {
+            let (f, c) = (&self.frames[j as usize], &self.cmds[(j + s) as usize]);
+            paired += 1;
+            let error = matches!(f.top.kind, Kind::Error | Kind::BulkError);
+            let tells = matches!(c.class, Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_));
+            telling += usize::from(!f.queued && !error && tells);
+        }
+        (paired, telling)
+    }
+
+    /// Run `g`'s offset, when its replies' shapes confirm it: the one left, pairing `CONFIRM_RUN` replies of
+    /// telling shapes; for a run before the latest, with every command's reply held.
+    fn confirmed(&self, g: usize) -> Option<i64> {
+        let s = self.segs[g].single()?;
+        let (paired, telling) = self.overlap(g, s);
+        let whole = g + 1 == self.segs.len() || paired == self.segs[g].len;
+        (paired >= CONFIRM_RUN && telling >= CONFIRM_RUN && whole).then_some(s)
+    }
+
+    fn decide(&self) -> Outcome {
+        if !self.started {
+            return Outcome::Wait;
+        }
+        if self.segs.iter().any(|g| g.alive.is_empty()) {
+            return Outcome::None;
+        }
+        let last = self.segs.len() - 1;
+        let s = self.segs[last].max().unwrap_or(0);
+        // Every reply held must answer a command held or one lost: one that answers a command not read yet
+        // (still on probation) waits for it.
+        let answered = self.frames.len() as i64 + s <= self.cmds.len() as i64;
+        if self.settled {
+            return Outcome::Aligned;
+        }
+        if self.timed() == Some(s) && answered && self.overlap(last, s).0 > 0 {
+            return Outcome::Aligned;
+        }
+        if self.confirmed(last).is_some() && answered {
+            return Outcome::Aligned;
+        }
+        Outcome::Wait
+    }
+
+    /// The latest run's offset is confirmed (`Outcome::Aligned`): every command held comes out, paired under
+    /// its run's offset where that was confirmed (the latest's is), unknown elsewhere; the latest run's
+    /// commands whose replies have not come await them.
+    pub fn resolve(mut self) -> Resolved {
+        let mut out = Resolved::default();
+        let last = self.segs.len() - 1;
+        let latest = self.segs[last].max().unwrap_or(0);
+        let mut used = vec![false; self.frames.len()];
+        let mut start = 0usize;
+        for g in 0..self.segs.len() {
+            let s = if g == last { Some(latest) } else { self.confirmed(g) };
+            for i in start..start + self.segs[g].len {
+                let j = s.map(|s| i as i64 - s);
+                let fate = match j {
+                    Some(j) if (0..self.frames.len() as i64).contains(&j) => {
+                        used[j as usize] = true;
+                        Fate::Paired(self.frames[j as usize])
+                    }
+                    Some(j) if j >= 0 && g == last => Fate::Awaits,
+                    _ => Fate::Unknown,
+                };
+                out.cmds.push((self.cmds[i], fate));
+            }
+            start += self.segs[g].len;
+        }
+        out.unpaired = self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f).collect();
+        out
+    }
+
+    /// The first run, when nothing more can be learnt of it while a later run is held: confirmed with every
+    /// reply held, or its offsets all tested and the next run's offset the only one left. Its commands come
+    /// out (paired when confirmed), with the replies before the next run's (unpaired when not theirs).
+    pub fn take_front(&mut self) -> Option<Resolved> {
+        if !self.started || self.segs.len() < 2 || self.segs.iter().any(|g| g.alive.is_empty()) {
+            return None;
+        }
+        let (len, nf) = (self.segs[0].len as i64, self.frames.len() as i64);
+        let own = self.confirmed(0);
+        let tested = self.segs[0].min().is_some_and(|s| len - 1 - s < nf);
+        let consumed = match (own, self.segs[1].single()) {
+            (Some(s), _) => len - s,
+            (None, Some(next)) if tested => len - next,
+            _ => return None,
+        }
+        .clamp(0, nf) as usize;
+        let mut out = Resolved::default();
+        for (i, c) in self.cmds.drain(..len as usize).enumerate() {
+            let fate = match own.map(|s| i as i64 - s) {
+                Some(j) if (0..consumed as i64).contains(&j) => Fate::Paired(self.frames[j as usize]),
+                _ => Fate::Unknown,
+            };
+            out.cmds.push((c, fate));
+        }
+        for (j, f) in self.frames.drain(..consumed).enumerate() {
+            if !own.is_some_and(|s| (0..len).contains(&(j as i64 + s))) {
+                out.unpaired.push(f);
+            }
+        }
+        self.segs.pop_front();
+        let d = consumed as i64 - len;
+        self.renumber(d);
+        Some(out)
+    }
+
+    /// Runs held or offsets tried beyond the bounds: the caller lets the first run go (`let_go_front`).
+    pub fn over_bounds(&self) -> bool {
+        self.segs.len() > 1
+            && (self.segs.len() > MAX_RUNS || self.segs.iter().map(|g| g.alive.len()).sum::<usize>() > MAX_OFFSETS_HELD)
+    }
+
+    /// Lets the first run's commands go unpaired (the caller emits them); the offsets count from the next one.
+    pub fn let_go_front(&mut self) -> Vec<Held> {
+        let len = self.segs[0].len;
+        let mut out = Vec::with_capacity(len);
+        for _ in 0..len {
+            out.extend(self.pop_cmd());
+        }
+        if self.segs.len() > 1 && self.segs[0].len == 0 {
+            let g = self.segs.pop_front().map_or(0, |g| g.gap);
+            if !self.started {
+                // The replies owed before it are owed before the next run now.
+                self.add_unseen(g);
+            }
+        }
+        out
+    }
+
+    /// Every offset moves by `d`.
+    fn renumber(&mut self, d: i64) {
+        for g in self.segs.iter_mut() {
+            g.shift(d);
+        }
+        if let Some((s, _)) = self.reached.as_mut() {
+            *s += d;
+        }
+    }
+
+    /// Lets the oldest command go unpaired (the caller emits it): the offsets count from the next one.
+    pub fn pop_cmd(&mut self) -> Option<Held> {
+        let c = self.cmds.pop_front()?;
+        let Some(g) = self.segs.iter().position(|g| g.len > 0) else { return Some(c) };
+        self.segs[g].len -= 1;
+        if self.started {
+            self.renumber(-1);
+        } else {
+            // Its reply may still come, as one of a command not held.
+            self.segs[g].gap = self.segs[g].gap.saturating_add(1);
+        }
+        Some(c)
+    }
+
+    /// Lets the oldest reply go unpaired (the caller counts it).
+    pub fn pop_frame(&mut self) -> Option<Frame> {
+        let f = self.frames.pop_front()?;
+        self.renumber(1);
+        Some(f)
+    }
+}
