@@ -66,7 +66,7 @@ pub(crate) const MAX_OFFSETS: usize = 8192;
 /// Runs of commands held at most (each loss of client bytes while the offsets are unknown starts one), and
 /// offsets tried at most over all of them: beyond either, the first run is let go unpaired.
 pub(crate) const MAX_RUNS: usize = 64;
-pub(crate) const MAX_OFFSETS_HELD: usize = 4 * MAX_OFFSETS;
+pub(crate) const MAX_OFFSETS_HELD: usize = MAX_OFFSETS;
 /// The fewest bytes a command the server answers can take: an inline command of one letter and its newline
 /// (an empty line gets no reply).
 pub(crate) const MIN_COMMAND_BYTES: u64 = 2;
@@ -262,8 +262,10 @@ impl Realign {
             self.segs.iter().map(|g| g.gap).fold(held, u64::saturating_add)
         };
         let let_go: Vec<Held> = self.cmds.drain(..start as usize).collect();
-        let len = self.segs[last].len;
-        self.segs = VecDeque::from([Segment { len, gap: owed, alive: Vec::new() }]);
+        let mut latest = self.segs.pop_back().unwrap_or_default();
+        latest.gap = owed;
+        latest.alive.clear();
+        self.segs = VecDeque::from([latest]);
         self.started = false;
         self.replies_lost = true;
         // How many replies were lost is unknown: the bound no longer counts them all (until the next run).
@@ -284,7 +286,10 @@ impl Realign {
     pub fn push_cmd(&mut self, c: Held) -> Outcome {
         self.cmds.push_back(c);
         let last = self.segs.len() - 1;
-        self.segs[last].len += 1;
+        let g = &mut self.segs[last];
+        g.len += 1;
+        g.shaped += usize::from(shaped(c.class));
+        g.ended = g.ended.max(c.end_ts);
         if self.started {
             let i = self.cmds.len() as i64 - 1;
             let (cmds, frames) = (&self.cmds, &self.frames);
@@ -308,6 +313,11 @@ impl Realign {
         let (cmds, frames) = (&self.cmds, &self.frames);
         for g in self.segs.iter_mut() {
             let end = start + g.len as i64;
+            if g.fits_any(f.ts) {
+                // (A loader's runs of SETs: testing them would cost every offset of every run per reply.)
+                start = end;
+                continue;
+            }
             g.retain(|s| {
                 let i = j + s;
                 !(start..end).contains(&i) || Self::fits(&frames[j as usize], &cmds[i as usize])
@@ -581,6 +591,7 @@ impl Realign {
         let c = self.cmds.pop_front()?;
         let Some(g) = self.segs.iter().position(|g| g.len > 0) else { return Some(c) };
         self.segs[g].len -= 1;
+        self.segs[g].shaped -= usize::from(shaped(c.class));
         if self.started {
             self.renumber(-1);
         } else {
@@ -596,4 +607,12 @@ impl Realign {
         self.renumber(1);
         Some(f)
     }
+}
+
+/// Whether a reply's shape can rule out a command of `class` (`compatible` accepts any reply for the rest).
+fn shaped(class: Class) -> bool {
+    matches!(
+        class,
+        Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_) | Class::Multi | Class::Discard | Class::Exec
+    )
 }

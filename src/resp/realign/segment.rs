@@ -14,31 +14,44 @@ pub(crate) struct Segment {
     /// Replies at most owed to commands lost just before the run (for the first run: to the commands sent
     /// before it and not held, `Realign::new`'s `unseen`).
     pub gap: u64,
-    /// The offsets still possible, ascending; empty until the first reply fixes their range.
+    /// The offsets still possible, less `base`, ascending; empty until the first reply fixes their range.
     pub alive: Vec<i64>,
+    /// What `alive` is counted from: renumbering every offset (`shift`) moves it alone.
+    base: i64,
+    /// Commands of the run whose reply's shape can rule an offset out (a GET's, an MGET's; not a SET's).
+    pub shaped: usize,
+    /// When the latest of its commands ended: a reply begun later fits any of them in time.
+    pub ended: i64,
 }
 
 impl Segment {
     pub fn new(gap: u64) -> Segment {
-        Segment { len: 0, gap, alive: Vec::new() }
+        Segment { len: 0, gap, alive: Vec::new(), base: 0, shaped: 0, ended: i64::MIN }
+    }
+
+    /// Whether a reply begun at `ts` fits every command of the run, whatever its shape: then no offset
+    /// it pairs with one of them can be ruled out.
+    pub fn fits_any(&self, ts: i64) -> bool {
+        self.shaped == 0 && ts >= self.ended
     }
 
     pub fn range(&mut self, lo: i64, hi: i64) {
+        self.base = 0;
         self.alive = (lo..=hi).collect();
     }
 
     pub fn min(&self) -> Option<i64> {
-        self.alive.first().copied()
+        self.alive.first().map(|s| s + self.base)
     }
 
     pub fn max(&self) -> Option<i64> {
-        self.alive.last().copied()
+        self.alive.last().map(|s| s + self.base)
     }
 
     /// The one offset left, if one is.
     pub fn single(&self) -> Option<i64> {
         match self.alive[..] {
-            [s] => Some(s),
+            [s] => Some(s + self.base),
             _ => None,
         }
     }
@@ -46,6 +59,7 @@ impl Segment {
     /// Keeps the offsets within `lo..=hi`; returns whether any went.
     pub fn clamp(&mut self, lo: i64, hi: i64) -> bool {
         let before = self.alive.len();
+        let (lo, hi) = (lo - self.base, hi - self.base);
         let (a, b) = (self.alive.partition_point(|&s| s < lo), self.alive.partition_point(|&s| s <= hi));
         self.alive.truncate(b);
         self.alive.drain(..a.min(b));
@@ -54,15 +68,13 @@ impl Segment {
 
     /// Keeps the offsets `keep` says are possible.
     pub fn retain(&mut self, keep: impl FnMut(i64) -> bool) {
-        let mut keep = keep;
-        self.alive.retain(|&s| keep(s));
+        let (mut keep, base) = (keep, self.base);
+        self.alive.retain(|&s| keep(s + base));
     }
 
     /// Every offset moves by `d` (a command or reply let go from the front renumbers those after it).
     pub fn shift(&mut self, d: i64) {
-        for s in &mut self.alive {
-            *s += d;
-        }
+        self.base += d;
     }
 }
 
@@ -75,7 +87,11 @@ mod tests {
         let mut s = Segment::new(0);
         s.range(-5, 5);
         assert!(s.clamp(-2, 3));
-        assert_eq!(s.alive, [-2, -1, 0, 1, 2, 3]);
+        assert_eq!((s.min(), s.max(), s.alive.len()), (Some(-2), Some(3), 6));
+        s.shift(2);
+        assert!(!s.clamp(0, 5));
+        assert!(s.clamp(1, 5));
+        s.shift(-2);
         assert!(!s.clamp(-10, 10));
         assert!(s.clamp(4, 9));
         assert!(s.alive.is_empty());

@@ -98,3 +98,4 @@ fn a_connection_that_blocked_never_settles() {
     let (got, _) = run(&ops, Some(&blpop), Some(REPLIES_AT + SETTLE_NS));
     assert_eq!(got, want(&ops, false));
 }
+
