@@ -19,7 +19,7 @@
 //! command's values as field names), so the later commands are held for a realignment (`realign`) whose
 //! offsets allow for as many as the lost bytes could hold; on a connection whose client waits for its
 //! replies before it sends again (`lockstep`), the replies counted before its next batches can tell the
-//! offset.
+//! offset, and on any connection that closes after a quiet moment, the replies counted by then (`settle`).
 //!
 //! After a reply-side loss, a contradiction, or a capture that began mid-connection, pairing resumes at a
 //! *turn*: a command C sent while the server was quiet (no reply byte while C was sent, the last one before
@@ -304,9 +304,7 @@ impl Session {
             + self.queue.capacity() * std::mem::size_of::<Pending>()
             + self.owed.ends.capacity() * 8
             + self.unframed.held_bytes()
-            + self.realign.as_ref().map_or(0, |r| {
-                r.cmds.capacity() * std::mem::size_of::<Held>() + r.frames.capacity() * std::mem::size_of::<realign::Frame>()
-            })
+            + self.realign.as_ref().map_or(0, |r| r.held_bytes())
     }
 
     /// Bytes of one direction, captured at `ts_ns`. Commands whose reply became known are passed to `out`.
@@ -536,8 +534,8 @@ impl Session {
 
     /// Replies were lost (a gap or invalid bytes on the reply side). The commands waiting lose theirs, or
     /// not: when pairing was certain they are held for a realignment, whose offsets say which of them the
-    /// replies after the loss answer; a realignment under way drops the replies it held and tries its offsets
-    /// afresh.
+    /// replies after the loss answer; a realignment under way drops the replies it held, lets its runs before
+    /// the latest go unknown and tries the latest's offsets afresh.
     fn replies_lost(&mut self, out: &mut impl FnMut(&Command)) {
         if let Some(r) = self.realign.as_mut() {
             let (let_go, dropped) = r.replies_lost();

@@ -274,6 +274,12 @@ impl Realign {
         (let_go, std::mem::take(&mut self.frames))
     }
 
+    /// Bytes of memory held (capacities), for the session's bounds.
+    pub fn held_bytes(&self) -> usize {
+        let offsets: usize = self.segs.iter().map(|g| g.alive.capacity() * std::mem::size_of::<i64>()).sum();
+        self.cmds.capacity() * std::mem::size_of::<Held>() + self.frames.capacity() * std::mem::size_of::<Frame>() + offsets
+    }
+
     /// Index in `cmds` of run `g`'s first command.
     fn start(&self, g: usize) -> usize {
         self.segs.iter().take(g).map(|s| s.len).sum()
