@@ -226,11 +226,11 @@ def test_after_random_packet_losses_no_reply_is_paired_with_another_commands_rep
 
 # Reached since the commands between two losses of client bytes are realigned as runs of their own and a
 # connection closed after a quiet moment counts its last run's replies (`src/resp/realign`, `src/resp/settle.rs`):
-# 90.2-94.9% over 24 seeds on eight captures, four of them recorded fresh (before: 87.2-94.4%). The loading
-# connection moves it: its HSETs between losses were never paired before (a lost segment allows 133 lost
-# commands, and it lost one every few dozen HSETs), its SETs tell no offset by shape and timing is refused on a
-# loader whose server answered its long pipelines in part while they were sent. The floor asserted is below
-# every capture seen since and above most of those before.
+# 90.2-94.9% over 24 seeds on eight captures, four of them recorded fresh (before: 87.2-94.4%), and 89.9% on a
+# ninth, recorded by a run of the suite. The loading connection moves it: its HSETs between losses were never
+# paired before (a lost segment allows 133 lost commands, and it lost one every few dozen HSETs), its SETs tell
+# no offset by shape and timing is refused on a loader whose server answered its long pipelines in part while
+# they were sent. The floor asserted is below every capture seen since and above most of those before.
 REACHED = 0.88
 
 
@@ -239,11 +239,12 @@ def test_at_one_percent_loss_most_kept_commands_are_paired(lossy_runs):
     assert paired >= REACHED * kept, "\n".join(r[0] for r in lossy_runs)
 
 
-# Not strict: met on every capture measured (90.2% and 90.3% the lowest two, over 24 seeds), but by too thin a
-# margin on those to gate a suite that records a fresh capture each run; a capture that reaches it shows as
-# XPASS.
-@pytest.mark.xfail(strict=False, reason="issue 27 item 3's target, met on every capture measured (90.2-94.9%) "
-                                        "by a margin too thin on the lowest to gate the suite")
+# Not strict: met on eight of nine captures measured (90.2% and 90.3% the lowest, 89.9% the ninth), too close to
+# gate a suite that records a fresh capture each run; a capture that reaches it shows as XPASS. What is left
+# is mostly the loading connection's SETs between losses, which no shape tells apart and, on a loader whose
+# server answered its pipelines in part while they were sent, no count either.
+@pytest.mark.xfail(strict=False, reason="issue 27 item 3's target, met on eight of nine captures measured "
+                                        "(89.9-94.9%)")
 def test_at_one_percent_loss_ninety_percent_of_kept_commands_are_paired(lossy_runs):
     kept, paired = (sum(r[i] for r in lossy_runs) for i in (2, 3))
     assert paired >= 0.9 * kept, "\n".join(r[0] for r in lossy_runs)
