@@ -161,7 +161,7 @@ pub(crate) struct Realign {
     started: bool,
     /// Commands held may have had their replies before the first held (lost, or come early): offsets may
     /// pair the first commands held with no reply held.
-    replies_lost: bool,
+    answered_before: bool,
     /// The connection is lockstep and no reply was lost since the latest run began: the timing rule holds, at
     /// boundaries closing batches of at most this many commands (`Lockstep::shown_width`).
     timing: Option<u32>,
@@ -189,13 +189,13 @@ impl Realign {
         Realign::new(unseen, true, None)
     }
 
-    fn new(unseen: u64, replies_lost: bool, timing: Option<u32>) -> Realign {
+    fn new(unseen: u64, answered_before: bool, timing: Option<u32>) -> Realign {
         Realign {
             cmds: VecDeque::new(),
             frames: VecDeque::new(),
             segs: VecDeque::from([Segment::new(unseen)]),
             started: false,
-            replies_lost,
+            answered_before,
             timing,
             reached: None,
             settled: false,
@@ -225,23 +225,25 @@ impl Realign {
         self.timing = timing;
         self.reached = None;
         let last = self.segs.len() - 1;
+        // The new run's offsets: from the latest's, less as many as the loss allows (checked before they are
+        // made: a loss of a gigabyte allows a hundred million).
+        let range = self.segs[last].min().zip(self.segs[last].max()).map(|(lo, hi)| (lo.saturating_sub_unsigned(bound), hi));
+        if range.is_some_and(|(lo, hi)| hi.saturating_sub(lo) >= MAX_OFFSETS as i64) {
+            return Outcome::None;
+        }
         if self.segs[last].len == 0 {
             // No command since the previous loss: one run of lost commands, as many as both allow.
             let g = &mut self.segs[last];
             g.gap = g.gap.saturating_add(bound);
-            if let (Some(lo), Some(hi)) = (g.min(), g.max()) {
-                g.range(lo.saturating_sub_unsigned(bound), hi);
+            if let Some((lo, hi)) = range {
+                g.range(lo, hi);
             }
         } else {
             let mut g = Segment::new(bound);
-            if self.started {
-                let p = &self.segs[last];
-                g.range(p.min().unwrap_or(0).saturating_sub_unsigned(bound), p.max().unwrap_or(0));
+            if let Some((lo, hi)) = range {
+                g.range(lo, hi);
             }
             self.segs.push_back(g);
-        }
-        if self.segs.back().is_some_and(|g| g.alive.len() > MAX_OFFSETS) {
-            return Outcome::None;
         }
         self.decide()
     }
@@ -267,7 +269,7 @@ impl Realign {
         latest.alive.clear();
         self.segs = VecDeque::from([latest]);
         self.started = false;
-        self.replies_lost = true;
+        self.answered_before = true;
         // How many replies were lost is unknown: the bound no longer counts them all (until the next run).
         self.timing = None;
         self.reached = None;
@@ -342,7 +344,7 @@ impl Realign {
     /// wider than `MAX_OFFSETS`.
     fn start_offsets(&mut self, ts: i64) -> bool {
         self.started = true;
-        let hi = if self.replies_lost { self.cmds.iter().filter(|c| c.end_ts <= ts).count() as i64 } else { 0 };
+        let hi = if self.answered_before { self.cmds.iter().filter(|c| c.end_ts <= ts).count() as i64 } else { 0 };
         let unseen = self.segs[0].gap;
         if unseen >= MAX_OFFSETS as u64 || hi + unseen as i64 >= MAX_OFFSETS as i64 {
             return false;

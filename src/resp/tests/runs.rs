@@ -99,3 +99,19 @@ fn a_connection_that_blocked_never_settles() {
     assert_eq!(got, want(&ops, false));
 }
 
+
+/// A second loss of a gigabyte, while the offsets of the first are still being tried, allows a hundred million
+/// lost commands: the realignment gives up rather than hold an offset for each.
+#[test]
+fn a_huge_second_loss_ends_the_realignment_without_holding_its_offsets() {
+    let ops = ops();
+    let mut r = Run::with(Session::new(Limits::default()));
+    r.req(10, &ops[..20].iter().flat_map(|o| o.0.clone()).collect::<Vec<u8>>());
+    r.gap(Direction::Request, 10, ops[20].0.len() as u64);
+    r.req(10, &ops[21..60].iter().flat_map(|o| o.0.clone()).collect::<Vec<u8>>());
+    r.rep(REPLIES_AT, &ops[..30].iter().flat_map(|o| o.1.clone()).collect::<Vec<u8>>());
+    r.gap(Direction::Request, REPLIES_AT + 1, 1 << 30);
+    assert!(r.session.memory_bytes() < 1 << 20, "{} bytes held", r.session.memory_bytes());
+    r.finish();
+    assert_eq!(r.got.len(), 59);
+}
