@@ -339,9 +339,8 @@ impl Realign {
     /// The first reply fixes the offsets' ranges: the first run's from minus the replies owed before it to
     /// as many commands held as had ended, when their replies may be gone (a reply answers a command already
     /// sent: at most those lost theirs), else to 0 (the first reply answers the first command held or one
-    /// before it);
-    /// each later run's from its predecessor's, less the replies its loss may have owed. False when a range is
-    /// wider than `MAX_OFFSETS`.
+    /// before it); each later run's from its predecessor's, less the replies its loss may have owed. False
+    /// when a range is wider than `MAX_OFFSETS`.
     fn start_offsets(&mut self, ts: i64) -> bool {
         self.started = true;
         let hi = if self.answered_before { self.cmds.iter().filter(|c| c.end_ts <= ts).count() as i64 } else { 0 };
