@@ -11,6 +11,7 @@ enum Event {
     Open { conn: u32, client: SocketAddr, server: SocketAddr, ts: i64, mid_stream: bool },
     Data { conn: u32, dir: Direction, ts: i64, data: Vec<u8> },
     Gap { conn: u32, dir: Direction, ts: i64, n: u64 },
+    Fins { conn: u32, ts: i64 },
     Close { conn: u32, ts: i64 },
 }
 
@@ -31,6 +32,9 @@ impl StreamSink for Rec {
     }
     fn on_close(&mut self, conn: u32, ts: i64) {
         self.events.push(Event::Close { conn, ts });
+    }
+    fn on_fins(&mut self, conn: u32, ts: i64) {
+        self.events.push(Event::Fins { conn, ts });
     }
 }
 
@@ -413,6 +417,8 @@ fn rst_closes_the_connection_and_gives_up_its_holes() {
     let rec = run(&mut r, &segs);
     assert_eq!(rec.text(0, REQ), "ab<2>ef");
     assert_eq!(rec.events.last(), Some(&Event::Close { conn: 0, ts: 9 }));
+    // An RST says nothing of what was sent before it (a session does not count its replies).
+    assert!(!rec.events.iter().any(|e| matches!(e, Event::Fins { .. })));
     // Stragglers on the closed connection are absorbed, not opened as a new one.
     run(&mut r, &[seg(REQ, 1007, b"gh")]);
     assert_eq!((r.stats().connections, r.stats().segments_after_close), (1, 1));
@@ -432,7 +438,9 @@ fn fin_both_ways_closes_once_every_byte_is_accounted_for() {
     assert!(rec.closes().is_empty());
     let rec = run(&mut r, &[at(seg(REQ, 1001, b"abc"), 4)]);
     assert_eq!(rec.text(0, REQ), "abcdef");
-    assert_eq!(rec.events.last(), Some(&Event::Close { conn: 0, ts: 4 }));
+    // Every byte before the FINs delivered, the sink hears so just before the close.
+    let n = rec.events.len();
+    assert_eq!(rec.events[n - 2..], [Event::Fins { conn: 0, ts: 4 }, Event::Close { conn: 0, ts: 4 }]);
 }
 
 #[test]
