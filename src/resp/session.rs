@@ -538,11 +538,11 @@ impl Session {
     /// the latest go unknown and tries the latest's offsets afresh.
     fn replies_lost(&mut self, out: &mut impl FnMut(&Command)) {
         if let Some(r) = self.realign.as_mut() {
-            let (let_go, dropped) = r.replies_lost();
+            let let_go = r.replies_lost();
             // Commands still waiting for replies before the held ones (a request-side loss draining): their
             // replies may come, or not.
             r.add_unseen(self.waiting as u64 + self.skip);
-            self.apply(Resolved { cmds: let_go.into_iter().map(|c| (c, Fate::Unknown)).collect(), unpaired: dropped.into() });
+            self.apply(let_go);
         } else if self.pairing == Pairing::Synced && !self.no_realign {
             self.lost_requests = realign::LostRequests::default();
             // (How many replies the loss took is unknown: no count of them tells the offset.)

@@ -152,6 +152,15 @@ pub(crate) fn compatible(class: Class, argc: u32, top: &Node) -> bool {
     }
 }
 
+/// Whether `compatible` can refuse a reply for a command of `class` (it takes any reply for the rest: a SET's,
+/// an unclassified command's).
+pub(crate) fn can_refuse(class: Class) -> bool {
+    matches!(
+        class,
+        Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_) | Class::Multi | Class::Discard | Class::Exec
+    )
+}
+
 /// Whether a reply whose top node is `top` is evidence that a command of `class` was sent: it could answer
 /// it (`compatible`) and is no error, since Redis answers bytes that are no command (a value's text read as
 /// an inline line) with an error too.

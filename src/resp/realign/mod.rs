@@ -43,7 +43,7 @@ use std::collections::VecDeque;
 
 use super::reframe::ReplyBound;
 use super::reply::{Kind, Node};
-use super::summary::{compatible, Class, Stored};
+use super::summary::{can_refuse, compatible, Class, Stored};
 
 mod segment;
 use segment::Segment;
@@ -63,10 +63,9 @@ pub(crate) const TIMING_RUN: u32 = 3;
 pub(crate) const MAX_HELD: usize = 4096;
 /// Offsets tried at most; a loss that allows more ends the realignment (the commands stay unknown).
 pub(crate) const MAX_OFFSETS: usize = 8192;
-/// Runs of commands held at most (each loss of client bytes while the offsets are unknown starts one), and
-/// offsets tried at most over all of them: beyond either, the first run is let go unpaired.
+/// Runs of commands held at most (each loss of client bytes while the offsets are unknown starts one): beyond
+/// it, or beyond `MAX_OFFSETS` tried over all of them, the first run is let go unpaired.
 pub(crate) const MAX_RUNS: usize = 64;
-pub(crate) const MAX_OFFSETS_HELD: usize = MAX_OFFSETS;
 /// The fewest bytes a command the server answers can take: an inline command of one letter and its newline
 /// (an empty line gets no reply).
 pub(crate) const MIN_COMMAND_BYTES: u64 = 2;
@@ -249,10 +248,10 @@ impl Realign {
     }
 
     /// Replies are lost again: the offsets change by an unknown amount. The runs before the latest are let go
-    /// (returned: their commands come out unknown), and so are the replies held (the caller counts them); the
-    /// latest run's offsets are tried afresh from the next reply, allowing for every reply still owed to the
-    /// commands before it.
-    pub fn replies_lost(&mut self) -> (Vec<Held>, VecDeque<Frame>) {
+    /// (returned: their commands come out unknown), and so are the replies held (unpaired); the latest run's
+    /// offsets are tried afresh from the next reply, allowing for every reply still owed to the commands before
+    /// it.
+    pub fn replies_lost(&mut self) -> Resolved {
         let last = self.segs.len() - 1;
         let start = self.start(last) as i64;
         let nf = self.frames.len() as i64;
@@ -263,7 +262,7 @@ impl Realign {
             let held = self.segs.iter().take(last).map(|g| g.len as u64).sum::<u64>();
             self.segs.iter().map(|g| g.gap).fold(held, u64::saturating_add)
         };
-        let let_go: Vec<Held> = self.cmds.drain(..start as usize).collect();
+        let cmds = self.cmds.drain(..start as usize).map(|c| (c, Fate::Unknown)).collect();
         let mut latest = self.segs.pop_back().unwrap_or_default();
         latest.gap = owed;
         latest.alive.clear();
@@ -273,7 +272,7 @@ impl Realign {
         // How many replies were lost is unknown: the bound no longer counts them all (until the next run).
         self.timing = None;
         self.reached = None;
-        (let_go, std::mem::take(&mut self.frames))
+        Resolved { cmds, unpaired: std::mem::take(&mut self.frames).into() }
     }
 
     /// Bytes of memory held (capacities), for the session's bounds.
@@ -296,7 +295,7 @@ impl Realign {
         let last = self.segs.len() - 1;
         let g = &mut self.segs[last];
         g.len += 1;
-        g.shaped += usize::from(shaped(c.class));
+        g.shaped += usize::from(can_refuse(c.class));
         g.ended = g.ended.max(c.end_ts);
         if self.started {
             let i = self.cmds.len() as i64 - 1;
@@ -563,7 +562,7 @@ impl Realign {
     /// Runs held or offsets tried beyond the bounds: the caller lets the first run go (`let_go_front`).
     pub fn over_bounds(&self) -> bool {
         self.segs.len() > 1
-            && (self.segs.len() > MAX_RUNS || self.segs.iter().map(|g| g.alive.len()).sum::<usize>() > MAX_OFFSETS_HELD)
+            && (self.segs.len() > MAX_RUNS || self.segs.iter().map(|g| g.alive.len()).sum::<usize>() > MAX_OFFSETS)
     }
 
     /// Lets the first run's commands go unpaired (the caller emits them); the offsets count from the next one.
@@ -598,7 +597,7 @@ impl Realign {
         let c = self.cmds.pop_front()?;
         let Some(g) = self.segs.iter().position(|g| g.len > 0) else { return Some(c) };
         self.segs[g].len -= 1;
-        self.segs[g].shaped -= usize::from(shaped(c.class));
+        self.segs[g].shaped -= usize::from(can_refuse(c.class));
         if self.started {
             self.renumber(-1);
         } else {
@@ -614,12 +613,4 @@ impl Realign {
         self.renumber(1);
         Some(f)
     }
-}
-
-/// Whether a reply's shape can rule out a command of `class` (`compatible` accepts any reply for the rest).
-fn shaped(class: Class) -> bool {
-    matches!(
-        class,
-        Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_) | Class::Multi | Class::Discard | Class::Exec
-    )
 }

@@ -18,7 +18,7 @@ pub(crate) struct Segment {
     pub alive: Vec<i64>,
     /// What `alive` is counted from: renumbering every offset (`shift`) moves it alone.
     base: i64,
-    /// Commands of the run whose reply's shape can rule an offset out (a GET's, an MGET's; not a SET's).
+    /// Commands of the run whose reply's shape can rule an offset out (`summary::can_refuse`).
     pub shaped: usize,
     /// When the latest of its commands ended: a reply begun later fits any of them in time.
     pub ended: i64,
@@ -67,8 +67,8 @@ impl Segment {
     }
 
     /// Keeps the offsets `keep` says are possible.
-    pub fn retain(&mut self, keep: impl FnMut(i64) -> bool) {
-        let (mut keep, base) = (keep, self.base);
+    pub fn retain(&mut self, mut keep: impl FnMut(i64) -> bool) {
+        let base = self.base;
         self.alive.retain(|&s| keep(s + base));
     }
 
