@@ -16,7 +16,9 @@
 //! HMGET's reply has left (bulk or nil frames), or frames a value's text spells after a CRLF. So the chain
 //! drops its leading bulk or nil frames, up to as many as the longest such command held asks for (the
 //! elements the cut reply can have left), and, when a command held gets values in its reply, its leading
-//! line frames (`+`, `-`): an error fits any command, so no shape would catch a spelled one. A command whose
+//! line frames (`+`, `-`): an error fits any command, so no shape would catch a spelled one. The bulk or nil
+//! frames dropped just before the first frame taken are not lost: the realignment holds them aside and,
+//! once the frames after them are paired, gives them to the GETs before (`Realign::push_leading`). A command whose
 //! reply may hold anything (an LRANGE, a command not classified) gives no bound: nothing is found again.
 //! What a value could still spell after that (an integer, an array of the right length) must fit the
 //! command the cut reply answered, which asked for a value; the realignment (`realign`) tests every frame
@@ -113,10 +115,22 @@ impl Unframed {
     }
 }
 
+/// Where the frames found again begin in `bytes`, and the frames dropped just before them that may be replies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// The first frame taken for a reply (see the module comment).
+    pub start: usize,
+    /// Where the bulk or nil frames dropped just before `start` begin (`start` when there are none), and how
+    /// many there are: the elements a cut array may have left, or whole replies. Which, the offset found
+    /// from the frames after them tells (`Realign::push_leading`).
+    pub maybe: usize,
+    pub maybe_frames: usize,
+}
+
 /// Where the frames found again begin in `bytes` (see the module comment), the commands held bounded by
 /// `bound` (the most elements and whether any gets values). None when no position reaches the end, or when
 /// none is left after the leading frames are dropped.
-pub(crate) fn first_frame(bytes: &[u8], limits: Limits, bound: ReplyBound) -> Option<usize> {
+pub(crate) fn first_frame(bytes: &[u8], limits: Limits, bound: ReplyBound) -> Option<Found> {
     let chain = chain(bytes, limits)?;
     let mut elements = 0;
     let start = chain.iter().position(|&(_, kind)| match kind {
@@ -127,7 +141,9 @@ pub(crate) fn first_frame(bytes: &[u8], limits: Limits, bound: ReplyBound) -> Op
         Kind::Simple | Kind::Error | Kind::BulkError => !bound.values,
         _ => true,
     })?;
-    Some(chain[start].0)
+    // (A line frame dropped stays dropped: a value's text spells one easily.)
+    let maybe_frames = chain[..start].iter().rev().take_while(|&&(_, kind)| matches!(kind, Kind::Bulk | Kind::Nil | Kind::Null)).count();
+    Some(Found { start: chain[start].0, maybe: chain[start - maybe_frames].0, maybe_frames })
 }
 
 /// The frames (where each begins, and its top node's kind) from the earliest position from which whole
@@ -176,7 +192,7 @@ mod tests {
     fn frames_are_found_from_the_first_boundary_after_the_cut() {
         // The tail of a bulk, then `:5`, a bulk, a nil.
         let bytes = b"lue\r\n:5\r\n$3\r\nabc\r\n$-1\r\n";
-        assert_eq!(first_frame(bytes, Limits::default(), ANY), Some(5));
+        assert_eq!(first_frame(bytes, Limits::default(), ANY).map(|f| f.start), Some(5));
     }
 
     #[test]
@@ -190,8 +206,9 @@ mod tests {
         // be its elements.
         let bytes = b"$1\r\na\r\n$1\r\nb\r\n:7\r\n$1\r\nc\r\n";
         let mget = ReplyBound { elements: 3, values: true };
-        assert_eq!(first_frame(bytes, Limits::default(), mget), Some(14));
-        assert_eq!(first_frame(bytes, Limits::default(), ANY), Some(0));
+        let found = first_frame(bytes, Limits::default(), mget);
+        assert_eq!(found, Some(Found { start: 14, maybe: 0, maybe_frames: 2 }));
+        assert_eq!(first_frame(bytes, Limits::default(), ANY), Some(Found { start: 0, maybe: 0, maybe_frames: 0 }));
     }
 
     #[test]
@@ -199,6 +216,6 @@ mod tests {
         // A value's text ending in `\r\n-oops` reads as an error frame before the next real reply.
         let bytes = b"text\r\n-oops\r\n$1\r\nc\r\n";
         let get = ReplyBound { elements: 0, values: true };
-        assert_eq!(first_frame(bytes, Limits::default(), get), Some(13));
+        assert_eq!(first_frame(bytes, Limits::default(), get), Some(Found { start: 13, maybe: 13, maybe_frames: 0 }));
     }
 }

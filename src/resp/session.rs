@@ -180,6 +180,9 @@ pub struct Session {
     framed: bool,
     /// Reply bytes kept while `framed` is false, for a realignment to find frames in (`reframe`).
     unframed: Unframed,
+    /// Frames still to read, found again by `reframe`, that may be the elements a cut array reply left:
+    /// held aside by the realignment (`Realign::push_leading`).
+    leading: usize,
     modes: Modes,
     owed: Owed,
     reply_bytes: u64,
@@ -251,6 +254,7 @@ impl Session {
             pairing: if mid { Pairing::Unsynced } else { Pairing::Synced },
             framed: !mid,
             unframed: Unframed::default(),
+            leading: 0,
             modes: Modes {
                 client_reply: ClientReply::On,
                 proto: 2,
@@ -584,7 +588,7 @@ impl Session {
             let i = self.index_of(c.id);
             self.queue[i].wait = Wait::Done;
         }
-        for f in &r.frames {
+        for f in r.frames.iter().chain(&r.leading) {
             self.stats.unpaired_replies += 1;
             self.release_reply(f.reply);
         }
@@ -843,25 +847,32 @@ impl Session {
         self.framed = true;
         self.stats.reply_resyncs += 1;
         let Some(bound) = self.realign.as_ref().and_then(|r| r.reply_bound()) else { return };
-        let Some(start) = reframe::first_frame(&kept.bytes, self.limits, bound) else { return };
+        let Some(found) = reframe::first_frame(&kept.bytes, self.limits, bound) else { return };
+        let start = found.maybe;
         self.stats.reply_skipped_bytes -= (kept.bytes.len() - start) as u64;
+        // The frames dropped before the first one taken go to the realignment aside (`on_frame`).
+        self.leading = found.maybe_frames;
         for (k, &(at, ts)) in kept.chunks.iter().enumerate() {
             let end = kept.chunks.get(k + 1).map_or(kept.bytes.len(), |c| c.0);
             if end <= start {
                 continue;
             }
             let (_, frames, valid) = self.frames_in(ts, &kept.bytes[at.max(start)..end], usize::MAX, out);
-            if frames > 0 {
+            if frames > 0 && end > found.start {
                 self.batches.frame_completed(kept.base + end as u64);
             }
             if !valid {
                 // (The frames were read whole once already: not expected.)
+                self.leading = 0;
                 self.stats.invalid_replies += 1;
                 self.lose_frames();
                 self.replies_lost(out);
                 return;
             }
         }
+        // (Every leading frame lies before the first frame taken: all were read.)
+        debug_assert_eq!(self.leading, 0);
+        self.leading = 0;
         if let (Some(now), Some(r)) = (now, self.realign.as_mut()) {
             let outcome = r.time_passes(now);
             self.realign_outcome(outcome, out);
@@ -1137,6 +1148,12 @@ impl Session {
         };
         let ts = self.rep.frame.start_ts;
         let queued = is_queued(&self.rep.frame);
+        if self.leading > 0 {
+            // Not counted as an answer (`owed`): what it is, the realignment tells later.
+            self.leading -= 1;
+            self.hold_leading(ts, top, queued);
+            return;
+        }
         let pairing = self.pairing != Pairing::Unsynced && self.skip == 0;
         let cursor_class = self.queue.get(self.cursor).map(|p| p.class);
         if let Some(oob) = self.out_of_band(&top, cursor_class) {
@@ -1213,6 +1230,24 @@ impl Session {
         let Some(r) = self.realign.as_mut() else { return };
         let outcome = r.push_frame(realign::Frame { top, ts, reply, queued });
         self.realign_outcome(outcome, out);
+    }
+
+    /// A frame `reframe` found just before the first it takes for a reply, that may be an element of a cut
+    /// array reply: held aside by the realignment, which pairs it once the frames after it tell how
+    /// (`Realign::push_leading`).
+    fn hold_leading(&mut self, ts: i64, top: super::reply::Node, queued: bool) {
+        let Some(r) = self.realign.as_mut() else {
+            self.stats.unpaired_replies += 1;
+            return;
+        };
+        let reply = summarize(&self.rep.frame, 0, Class::Other, &mut self.replies);
+        if reply.uses_store() {
+            self.store_users += 1;
+        }
+        if let Some(f) = r.push_leading(realign::Frame { top, ts, reply, queued }) {
+            self.stats.unpaired_replies += 1;
+            self.release_reply(f.reply);
+        }
     }
 
     /// A reply went to the command at the cursor (or an evicted one): move on.

@@ -153,6 +153,9 @@ pub(crate) enum Outcome {
 pub(crate) struct Realign {
     pub cmds: VecDeque<Held>,
     pub frames: VecDeque<Frame>,
+    /// Bulk or nil frames found again just before the first frame held, which may be elements of an array
+    /// reply cut by the loss as well as whole replies (`push_leading`).
+    pub leading: Vec<Frame>,
     /// The runs of commands held, in order, between the losses of client bytes since it began (one at least:
     /// the latest gets the commands read from now on).
     segs: VecDeque<Segment>,
@@ -192,6 +195,7 @@ impl Realign {
         Realign {
             cmds: VecDeque::new(),
             frames: VecDeque::new(),
+            leading: Vec::new(),
             segs: VecDeque::from([Segment::new(unseen)]),
             started: false,
             answered_before,
@@ -272,13 +276,16 @@ impl Realign {
         // How many replies were lost is unknown: the bound no longer counts them all (until the next run).
         self.timing = None;
         self.reached = None;
-        Resolved { cmds, unpaired: std::mem::take(&mut self.frames).into() }
+        let mut unpaired: Vec<Frame> = std::mem::take(&mut self.leading);
+        unpaired.extend(std::mem::take(&mut self.frames));
+        Resolved { cmds, unpaired }
     }
 
     /// Bytes of memory held (capacities), for the session's bounds.
     pub fn held_bytes(&self) -> usize {
         let offsets: usize = self.segs.iter().map(|g| g.alive.capacity() * std::mem::size_of::<i64>()).sum();
-        self.cmds.capacity() * std::mem::size_of::<Held>() + self.frames.capacity() * std::mem::size_of::<Frame>() + offsets
+        let frames = self.frames.capacity() + self.leading.capacity();
+        self.cmds.capacity() * std::mem::size_of::<Held>() + frames * std::mem::size_of::<Frame>() + offsets
     }
 
     /// Index in `cmds` of run `g`'s first command.
@@ -333,6 +340,45 @@ impl Realign {
         }
         self.propagate();
         self.decide()
+    }
+
+    /// A bulk or nil frame read just before the first frame held, when the frames were found again after a
+    /// loss of replies (`reframe`): it may be a whole reply, or an element of an array reply whose header
+    /// the loss took (the replies after such a loss begin with the rest of the reply it cut). It is not
+    /// tested against the offsets; once the frames after it are paired (`resolve`, `take_front`), it goes
+    /// to the command before the first one paired if that command is answered by one value (a GET), and
+    /// so on back while they are: the array it might belong to answers an MGET or HMGET, which the walk back
+    /// stops at, and the frames after that array's pair alike under either reading. Returned (unpaired) when
+    /// a frame is held already.
+    pub fn push_leading(&mut self, f: Frame) -> Option<Frame> {
+        if !self.frames.is_empty() {
+            return Some(f);
+        }
+        self.leading.push(f);
+        None
+    }
+
+    /// The leading frames that go to commands of run `g` under its offset `s`: (command, leading frame)
+    /// indices, walking back from the command the first frame held answers (see `push_leading`).
+    fn leading_pairs(&self, g: usize, s: i64) -> Vec<(usize, usize)> {
+        let (start, len) = (self.start(g) as i64, self.segs[g].len as i64);
+        let first = s;
+        let mut out = Vec::new();
+        if self.frames.is_empty() || !(start..start + len).contains(&first) {
+            return out;
+        }
+        for (k, at) in (0..self.leading.len()).rev().enumerate() {
+            let i = first - 1 - k as i64;
+            if i < start {
+                break;
+            }
+            let (c, f) = (&self.cmds[i as usize], &self.leading[at]);
+            if c.class != Class::GetLike || !Self::fits(f, c) {
+                break;
+            }
+            out.push((i as usize, at));
+        }
+        out
     }
 
     /// The first reply fixes the offsets' ranges: the first run's from minus the replies owed before it to
@@ -503,9 +549,15 @@ impl Realign {
         let last = self.segs.len() - 1;
         let latest = self.segs[last].max().unwrap_or(0);
         let mut used = vec![false; self.frames.len()];
+        let mut lead: Vec<Option<usize>> = vec![None; self.cmds.len()];
+        let mut lead_used = vec![false; self.leading.len()];
         let mut start = 0usize;
         for g in 0..self.segs.len() {
             let s = if g == last { Some(latest) } else { self.confirmed(g) };
+            for (i, at) in s.map(|s| self.leading_pairs(g, s)).unwrap_or_default() {
+                lead[i] = Some(at);
+                lead_used[at] = true;
+            }
             for i in start..start + self.segs[g].len {
                 let j = s.map(|s| i as i64 - s);
                 let fate = match j {
@@ -513,6 +565,7 @@ impl Realign {
                         used[j as usize] = true;
                         Fate::Paired(self.frames[j as usize])
                     }
+                    _ if lead[i].is_some() => Fate::Paired(self.leading[lead[i].unwrap_or_default()]),
                     Some(j) if j >= 0 && g == last => Fate::Awaits,
                     _ => Fate::Unknown,
                 };
@@ -520,7 +573,8 @@ impl Realign {
             }
             start += self.segs[g].len;
         }
-        out.unpaired = self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f).collect();
+        out.unpaired = self.leading.drain(..).zip(lead_used).filter(|&(_, u)| !u).map(|(f, _)| f).collect();
+        out.unpaired.extend(self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
         out
     }
 
@@ -541,13 +595,24 @@ impl Realign {
         }
         .clamp(0, nf) as usize;
         let mut out = Resolved::default();
+        let mut lead: Vec<Option<usize>> = vec![None; len as usize];
+        let mut lead_used = vec![false; self.leading.len()];
+        for (i, at) in own.map(|s| self.leading_pairs(0, s)).unwrap_or_default() {
+            lead[i] = Some(at);
+            lead_used[at] = true;
+        }
         for (i, c) in self.cmds.drain(..len as usize).enumerate() {
             let fate = match own.map(|s| i as i64 - s) {
                 Some(j) if (0..consumed as i64).contains(&j) => Fate::Paired(self.frames[j as usize]),
-                _ => Fate::Unknown,
+                _ => match lead[i] {
+                    Some(at) => Fate::Paired(self.leading[at]),
+                    None => Fate::Unknown,
+                },
             };
             out.cmds.push((c, fate));
         }
+        // The leading frames were next to the first frame held only: none is once it leaves.
+        out.unpaired.extend(self.leading.drain(..).zip(lead_used).filter(|&(_, u)| !u).map(|(f, _)| f));
         for (j, f) in self.frames.drain(..consumed).enumerate() {
             if !own.is_some_and(|s| (0..len).contains(&(j as i64 + s))) {
                 out.unpaired.push(f);
@@ -609,6 +674,10 @@ impl Realign {
 
     /// Lets the oldest reply go unpaired (the caller counts it).
     pub fn pop_frame(&mut self) -> Option<Frame> {
+        if !self.leading.is_empty() {
+            // (Not counted in the offsets.)
+            return Some(self.leading.remove(0));
+        }
         let f = self.frames.pop_front()?;
         self.renumber(1);
         Some(f)
