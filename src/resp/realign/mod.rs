@@ -362,6 +362,7 @@ impl Realign {
     /// indices, walking back from the command the first frame held answers (see `push_leading`).
     fn leading_pairs(&self, g: usize, s: i64) -> Vec<(usize, usize)> {
         let (start, len) = (self.start(g) as i64, self.segs[g].len as i64);
+        // The command the first frame held answers.
         let first = s;
         let mut out = Vec::new();
         if self.frames.is_empty() || !(start..start + len).contains(&first) {
@@ -379,6 +380,15 @@ impl Realign {
             out.push((i as usize, at));
         }
         out
+    }
+
+    /// Notes in `lead` (by command index) which leading frame each command of run `g` takes under its offset
+    /// `s`, if known, and in `used` which leading frames are taken.
+    fn assign_leading(&self, g: usize, s: Option<i64>, lead: &mut [Option<usize>], used: &mut [bool]) {
+        for (i, at) in s.map(|s| self.leading_pairs(g, s)).unwrap_or_default() {
+            lead[i] = Some(at);
+            used[at] = true;
+        }
     }
 
     /// The first reply fixes the offsets' ranges: the first run's from minus the replies owed before it to
@@ -554,19 +564,16 @@ impl Realign {
         let mut start = 0usize;
         for g in 0..self.segs.len() {
             let s = if g == last { Some(latest) } else { self.confirmed(g) };
-            for (i, at) in s.map(|s| self.leading_pairs(g, s)).unwrap_or_default() {
-                lead[i] = Some(at);
-                lead_used[at] = true;
-            }
+            self.assign_leading(g, s, &mut lead, &mut lead_used);
             for i in start..start + self.segs[g].len {
                 let j = s.map(|s| i as i64 - s);
-                let fate = match j {
-                    Some(j) if (0..self.frames.len() as i64).contains(&j) => {
+                let fate = match (j, lead[i]) {
+                    (Some(j), _) if (0..self.frames.len() as i64).contains(&j) => {
                         used[j as usize] = true;
                         Fate::Paired(self.frames[j as usize])
                     }
-                    _ if lead[i].is_some() => Fate::Paired(self.leading[lead[i].unwrap_or_default()]),
-                    Some(j) if j >= 0 && g == last => Fate::Awaits,
+                    (_, Some(at)) => Fate::Paired(self.leading[at]),
+                    (Some(j), None) if j >= 0 && g == last => Fate::Awaits,
                     _ => Fate::Unknown,
                 };
                 out.cmds.push((self.cmds[i], fate));
@@ -597,10 +604,7 @@ impl Realign {
         let mut out = Resolved::default();
         let mut lead: Vec<Option<usize>> = vec![None; len as usize];
         let mut lead_used = vec![false; self.leading.len()];
-        for (i, at) in own.map(|s| self.leading_pairs(0, s)).unwrap_or_default() {
-            lead[i] = Some(at);
-            lead_used[at] = true;
-        }
+        self.assign_leading(0, own, &mut lead, &mut lead_used);
         for (i, c) in self.cmds.drain(..len as usize).enumerate() {
             let fate = match own.map(|s| i as i64 - s) {
                 Some(j) if (0..consumed as i64).contains(&j) => Fate::Paired(self.frames[j as usize]),
