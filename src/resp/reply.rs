@@ -204,6 +204,28 @@ impl ReplyParser {
         Some(self.skip_crlf(n - left))
     }
 
+    /// `n` bytes of the stream were lost from inside a top-level bulk string's value (or its CRLF) on, past
+    /// its end: all the summary keeps of such a frame is its length, given by its header, so the frame ends
+    /// with the value's bytes; the loss goes on into the frames after it, whose boundaries it took (the
+    /// caller loses those). Answers how many of the lost bytes came after the frame, or None when the frame
+    /// in progress is not such a bulk or the loss ends within it (the parser is then unchanged).
+    pub fn end_cut_bulk(&mut self, n: u64) -> Option<u64> {
+        if !self.stack.is_empty() || self.attributes > 0 {
+            return None;
+        }
+        let rest = match self.state {
+            State::Payload { left, capture: Capture::None } => left + 2,
+            State::Crlf(seen) => u64::from(2 - seen),
+            _ => return None,
+        };
+        if n <= rest {
+            return None;
+        }
+        let done = self.skip_crlf(2);
+        debug_assert!(done, "a top-level bulk ends the frame");
+        Some(n - rest)
+    }
+
     /// The first `seen` bytes of the CRLF after a payload are accounted for; answers whether a frame ended.
     fn skip_crlf(&mut self, seen: u64) -> bool {
         if seen < 2 {

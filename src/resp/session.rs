@@ -375,6 +375,13 @@ impl Session {
                         }
                     }
                     None => {
+                        // A GET's value ending inside the loss: its reply is whole as far as the summary goes
+                        // (the header gave its length), and the loss takes the frames after it.
+                        if let Some(after) = self.framed.then(|| self.rep.end_cut_bulk(missing)).flatten() {
+                            self.reply_bytes += missing - after;
+                            self.last_reply_ts = Some(ts_ns);
+                            self.on_frame(out);
+                        }
                         self.lose_frames();
                         self.replies_lost(out);
                     }

@@ -197,6 +197,30 @@ fn a_top_level_bulk_is_skipped_not_captured() {
 }
 
 #[test]
+fn a_top_level_bulk_whose_value_ends_inside_a_loss_ends_there() {
+    let mut p = ReplyParser::new(Limits::default());
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    // "$10\r\n0123456789\r\n:7\r\n" with "3456789\r\n:7" lost: the bulk ends, 3 bytes of the loss after it.
+    assert!(matches!(p.advance(b"$10\r\n012", 0).1, Step::More));
+    assert_eq!(p.end_cut_bulk(12), Some(3));
+    assert!(p.at_boundary());
+    assert_eq!((p.frame.nodes[0].kind, p.frame.nodes[0].len), (Kind::Bulk, 10));
+    // A loss ending within the value (or its CRLF) is `skip_value`'s; inside an aggregate or a header, the
+    // frame's summary needs what was lost.
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    p.advance(b"$4\r\nab", 0);
+    assert_eq!(p.end_cut_bulk(4), None);
+    assert_eq!(p.end_cut_bulk(5), Some(1));
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    p.advance(b"*2\r\n$4\r\nab", 0);
+    assert_eq!(p.end_cut_bulk(10), None);
+    p.reset();
+    p.begin(Plan { depth: 1, keys_at: 0 });
+    p.advance(b"$4", 0);
+    assert_eq!(p.end_cut_bulk(10), None);
+}
+
+#[test]
 fn a_loss_inside_a_skipped_value_keeps_the_frame() {
     let mut p = ReplyParser::new(Limits::default());
     p.begin(Plan { depth: 1, keys_at: 0 });

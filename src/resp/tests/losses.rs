@@ -324,6 +324,24 @@ fn bytes_lost_inside_a_value_keep_the_reply_and_its_length() {
 }
 
 #[test]
+fn a_values_end_inside_a_loss_keeps_its_reply_and_loses_those_after() {
+    let mut r = Run::new();
+    r.req(10, &[cmds("GET a"), cmds("GET b"), cmds("GET c")].concat());
+    let value = vec![b'v'; 300];
+    let replies = [bulk(&value), bulk(b"xy"), bulk(b"xyz")].concat();
+    // The loss takes the rest of the first value, its CRLF and the second reply's header.
+    r.rep(15, &replies[..20]);
+    r.gap(Direction::Reply, 16, 300 - 14 + 2 + 4);
+    r.rep(16, &replies[20 + 300 - 14 + 2 + 4..]);
+    r.finish();
+    let pairs = r.pairs();
+    assert_eq!(pairs[0], (s("GET a"), Owned::Bulk(300)));
+    assert_eq!(pairs[1..], [(s("GET b"), Owned::Unknown), (s("GET c"), Owned::Unknown)]);
+    let st = r.session.stats();
+    assert_eq!((st.reply_gaps, st.paired, st.unknown_replies), (1, 1, 2));
+}
+
+#[test]
 fn an_http_request_on_the_redis_port_is_invalid_after_its_request_line() {
     let mut r = Run::new();
     // Redis runs `GET / HTTP/1.1` (an arity error: the rows stage drops it) and closes the connection at
