@@ -23,6 +23,11 @@
 //! What a value could still spell after that (an integer, an array of the right length) must fit the
 //! command the cut reply answered, which asked for a value; the realignment (`realign`) tests every frame
 //! kept against the commands held before it uses any.
+//!
+//! The bytes read between two losses (a *piece*) end where the second began, mostly inside a frame: there
+//! a position also reaches the end when the end cuts its frame (`first_frame_cut`). A position inside a
+//! value can then read as a frame that runs over the true frames to the end (a bulk of a length its text
+//! spells), so the chain taken is the one with the most whole frames, not the earliest.
 
 use std::collections::HashMap;
 
@@ -131,7 +136,18 @@ pub(crate) struct Found {
 /// `bound` (the most elements and whether any gets values). None when no position reaches the end, or when
 /// none is left after the leading frames are dropped.
 pub(crate) fn first_frame(bytes: &[u8], limits: Limits, bound: ReplyBound) -> Option<Found> {
-    let chain = chain(bytes, limits)?;
+    leading_dropped(&chain(bytes, limits, false)?, bound)
+}
+
+/// As `first_frame`, in bytes that end where a loss began, inside a frame or at its end: the frames are
+/// those of the chain with the most whole frames from a position after a CRLF to the end, its last frame
+/// cut or not (see the module comment). None also when the chain has no whole frame.
+pub(crate) fn first_frame_cut(bytes: &[u8], limits: Limits, bound: ReplyBound) -> Option<Found> {
+    leading_dropped(&chain(bytes, limits, true)?, bound)
+}
+
+/// Where the frames of `chain` are taken from, its leading frames dropped as the module comment says.
+fn leading_dropped(chain: &[(usize, Kind)], bound: ReplyBound) -> Option<Found> {
     let mut elements = 0;
     let start = chain.iter().position(|&(_, kind)| match kind {
         Kind::Bulk | Kind::Nil | Kind::Null if elements < bound.elements => {
@@ -147,14 +163,18 @@ pub(crate) fn first_frame(bytes: &[u8], limits: Limits, bound: ReplyBound) -> Op
 }
 
 /// The frames (where each begins, and its top node's kind) from the earliest position from which whole
-/// frames follow one another to the end of `bytes` exactly.
-fn chain(bytes: &[u8], limits: Limits) -> Option<Vec<(usize, Kind)>> {
+/// frames follow one another to the end of `bytes` exactly; when `cut`, also to a last frame the end cuts,
+/// and from the position whose chain has the most whole frames (the earliest of those): a position inside
+/// a value can read as a frame the end cuts (a line that never ends, a long bulk) without passing through
+/// the frames after it, and the true frames outnumber what a value spells.
+fn chain(bytes: &[u8], limits: Limits, cut: bool) -> Option<Vec<(usize, Kind)>> {
     let n = bytes.len();
     let mut parser = ReplyParser::new(limits);
     let plan = Plan { depth: 1, keys_at: 0 };
-    // Positions that reach the end: the next frame's start and this frame's kind.
-    let mut reach: HashMap<usize, (usize, Kind)> = HashMap::new();
-    let mut earliest = None;
+    // Positions that reach the end: the next frame's start, this frame's kind (None when the end cuts it),
+    // and the whole frames from it.
+    let mut reach: HashMap<usize, (usize, Option<Kind>, usize)> = HashMap::new();
+    let mut best: Option<(usize, usize)> = None;
     let mut work = WORK_PER_BYTE.saturating_mul(n);
     for p in (0..n).rev() {
         let after_crlf = p == 0 || (bytes[p - 1] == b'\n' && (p == 1 || bytes[p - 2] == b'\r'));
@@ -165,17 +185,22 @@ fn chain(bytes: &[u8], limits: Limits) -> Option<Vec<(usize, Kind)>> {
         parser.begin(plan);
         let (used, step) = parser.advance(&bytes[p..], 0);
         work = work.checked_sub(used)?;
-        let (Step::Frame, Some(top)) = (step, parser.frame.nodes.first()) else { continue };
         let q = p + used;
-        if q == n || reach.contains_key(&q) {
-            reach.insert(p, (q, top.kind));
-            earliest = Some(p);
+        let whole = match (step, parser.frame.nodes.first()) {
+            (Step::Frame, Some(top)) if q == n => Some((Some(top.kind), 1)),
+            (Step::Frame, Some(top)) => reach.get(&q).map(|r| (Some(top.kind), r.2 + 1)),
+            (Step::More, _) if cut => Some((None, 0)),
+            _ => None,
+        };
+        let Some((kind, frames)) = whole else { continue };
+        reach.insert(p, (q, kind, frames));
+        if frames > 0 && (!cut || best.is_none_or(|(_, most)| frames >= most)) {
+            best = Some((p, frames));
         }
     }
-    let mut at = earliest?;
+    let mut at = best?.0;
     let mut out = Vec::new();
-    while at < n {
-        let (next, kind) = reach[&at];
+    while let Some(&(next, Some(kind), _)) = reach.get(&at) {
         out.push((at, kind));
         at = next;
     }
@@ -198,6 +223,18 @@ mod tests {
     #[test]
     fn nothing_is_found_unless_the_frames_reach_the_end() {
         assert_eq!(first_frame(b"lue\r\n:5\r\n$3\r\nab", Limits::default(), ANY), None);
+    }
+
+    #[test]
+    fn bytes_a_loss_cut_end_in_the_frame_it_cut() {
+        // The tail of a bulk, `:5`, a bulk, then a bulk cut: the whole frames from `:5` on.
+        let bytes = b"lue\r\n:5\r\n$3\r\nabc\r\n$10\r\nabc";
+        assert_eq!(first_frame(bytes, Limits::default(), ANY), None);
+        assert_eq!(first_frame_cut(bytes, Limits::default(), ANY).map(|f| f.start), Some(5));
+        // A value's text that reads as a long bulk (`$40`) reaches the end from early on, passing over the
+        // true frames, which the end cuts: the chain with the most whole frames is taken.
+        let bytes = b"x\r\n:9\r\n$40\r\n:1\r\n:2\r\n:3\r\n$5\r\nab";
+        assert_eq!(first_frame_cut(bytes, Limits::default(), ANY).map(|f| f.start), Some(12));
     }
 
     #[test]

@@ -180,6 +180,10 @@ pub struct Session {
     framed: bool,
     /// Reply bytes kept while `framed` is false, for a realignment to find frames in (`reframe`).
     unframed: Unframed,
+    /// The reply bytes kept between two losses of replies while the frame boundaries were lost, oldest first
+    /// (each ends where a loss began): their frames are found again at the next quiet moment too
+    /// (`Realign::push_piece`).
+    pieces: Vec<Unframed>,
     /// Frames still to read, found again by `reframe`, that may be the elements a cut array reply left:
     /// held aside by the realignment (`Realign::push_leading`).
     leading: usize,
@@ -254,6 +258,7 @@ impl Session {
             pairing: if mid { Pairing::Unsynced } else { Pairing::Synced },
             framed: !mid,
             unframed: Unframed::default(),
+            pieces: Vec::new(),
             leading: 0,
             modes: Modes {
                 client_reply: ClientReply::On,
@@ -308,6 +313,7 @@ impl Session {
             + self.queue.capacity() * std::mem::size_of::<Pending>()
             + self.owed.ends.capacity() * 8
             + self.unframed.held_bytes()
+            + self.pieces.iter().map(Unframed::held_bytes).sum::<usize>()
             + self.realign.as_ref().map_or(0, |r| r.held_bytes())
     }
 
@@ -382,6 +388,7 @@ impl Session {
                             self.last_reply_ts = Some(ts_ns);
                             self.on_frame(out);
                         }
+                        self.keep_piece();
                         self.lose_frames();
                         self.replies_lost(out);
                     }
@@ -595,7 +602,8 @@ impl Session {
             let i = self.index_of(c.id);
             self.queue[i].wait = Wait::Done;
         }
-        for f in r.frames.iter().chain(&r.leading) {
+        self.pieces.clear();
+        for f in r.frames.iter().chain(&r.leading).chain(r.pieces.iter().flatten()) {
             self.stats.unpaired_replies += 1;
             self.release_reply(f.reply);
         }
@@ -685,6 +693,7 @@ impl Session {
     fn realigned(&mut self, out: &mut impl FnMut(&Command)) {
         let Some(r) = self.realign.take() else { return };
         self.unframed.stop();
+        self.pieces.clear();
         self.apply(r.resolve());
         self.pairing = Pairing::Synced;
         self.request_lost = false;
@@ -850,10 +859,22 @@ impl Session {
     /// `now`: when the command that made the turn was sent (no frame before it answers it or a later one).
     fn reframe(&mut self, now: Option<i64>, out: &mut impl FnMut(&Command)) {
         let kept = self.unframed.take();
+        let pieces = std::mem::take(&mut self.pieces);
         self.rep.reset();
         self.framed = true;
         self.stats.reply_resyncs += 1;
         let Some(bound) = self.realign.as_ref().and_then(|r| r.reply_bound()) else { return };
+        // Each piece's frames are found as the latest's are, up to where the loss after it began.
+        for piece in &pieces {
+            let Some(found) = reframe::first_frame_cut(&piece.bytes, self.limits, bound) else { continue };
+            let Some(frames) = self.piece_frames(piece, found.start) else { continue };
+            self.stats.reply_skipped_bytes -= (piece.bytes.len() - found.start) as u64;
+            let Some(r) = self.realign.as_mut() else { continue };
+            for f in r.push_piece(frames).into_iter().flatten() {
+                self.stats.unpaired_replies += 1;
+                self.release_reply(f.reply);
+            }
+        }
         let Some(found) = reframe::first_frame(&kept.bytes, self.limits, bound) else { return };
         let start = found.maybe;
         self.stats.reply_skipped_bytes -= (kept.bytes.len() - start) as u64;
@@ -1099,6 +1120,54 @@ impl Session {
             _ => {}
         }
         plan
+    }
+
+    /// A loss of replies while the frame boundaries were lost after an earlier one: the bytes kept since
+    /// are a piece of their own (within the pending budget with those kept after it), whose frames are
+    /// found again at the next quiet moment.
+    fn keep_piece(&mut self) {
+        if self.framed || self.realign.is_none() || self.unframed.bytes.is_empty() {
+            return;
+        }
+        let piece = self.unframed.take();
+        let held: usize = self.pieces.iter().map(|p| p.bytes.len()).sum();
+        if held + piece.bytes.len() <= self.limits.max_pending_bytes / 2 {
+            self.pieces.push(piece);
+        }
+    }
+
+    /// The frames of a piece (`keep_piece`) from `start`, summarized as held replies are; None when one is
+    /// not a reply (a push: it answers nothing) or the bytes do not read as frames.
+    fn piece_frames(&mut self, piece: &Unframed, start: usize) -> Option<Vec<realign::Frame>> {
+        let mut frames = Vec::new();
+        let mut parser = ReplyParser::new(self.limits);
+        for (k, &(at, ts)) in piece.chunks.iter().enumerate() {
+            let end = piece.chunks.get(k + 1).map_or(piece.bytes.len(), |c| c.0);
+            let mut pos = at.max(start);
+            while pos < end {
+                if parser.at_boundary() {
+                    parser.begin(Plan { depth: 1, keys_at: 0 });
+                }
+                let (n, step) = parser.advance(&piece.bytes[pos..end], ts);
+                pos += n;
+                match step {
+                    Step::Frame => {
+                        let &top = parser.frame.nodes.first()?;
+                        if top.kind == Kind::Push {
+                            return None;
+                        }
+                        let reply = summarize(&parser.frame, 0, Class::Other, &mut self.replies);
+                        if reply.uses_store() {
+                            self.store_users += 1;
+                        }
+                        frames.push(realign::Frame { top, ts: parser.frame.start_ts, reply, queued: is_queued(&parser.frame) });
+                    }
+                    Step::More => {}
+                    Step::Invalid => return None,
+                }
+            }
+        }
+        Some(frames)
     }
 
     fn lose_frames(&mut self) {

@@ -156,6 +156,12 @@ pub(crate) struct Realign {
     /// Bulk or nil frames found again just before the first frame held, which may be elements of an array
     /// reply cut by the loss as well as whole replies (`push_leading`).
     pub leading: Vec<Frame>,
+    /// The frames found again between two losses of replies before the frames held (`push_piece`), oldest
+    /// first: each piece's frames answer commands in order, at an offset of its own.
+    pub pieces: Vec<Vec<Frame>>,
+    /// The first command held when the pieces came: the commands they answer are among those held only while
+    /// it still is (none left from the front since).
+    pieces_front: Option<u64>,
     /// The runs of commands held, in order, between the losses of client bytes since it began (one at least:
     /// the latest gets the commands read from now on).
     segs: VecDeque<Segment>,
@@ -196,6 +202,8 @@ impl Realign {
             cmds: VecDeque::new(),
             frames: VecDeque::new(),
             leading: Vec::new(),
+            pieces: Vec::new(),
+            pieces_front: None,
             segs: VecDeque::from([Segment::new(unseen)]),
             started: false,
             answered_before,
@@ -278,13 +286,15 @@ impl Realign {
         self.reached = None;
         let mut unpaired: Vec<Frame> = std::mem::take(&mut self.leading);
         unpaired.extend(std::mem::take(&mut self.frames));
+        unpaired.extend(self.pieces.drain(..).flatten());
         Resolved { cmds, unpaired }
     }
 
     /// Bytes of memory held (capacities), for the session's bounds.
     pub fn held_bytes(&self) -> usize {
         let offsets: usize = self.segs.iter().map(|g| g.alive.capacity() * std::mem::size_of::<i64>()).sum();
-        let frames = self.frames.capacity() + self.leading.capacity();
+        let pieces: usize = self.pieces.iter().map(Vec::capacity).sum();
+        let frames = self.frames.capacity() + self.leading.capacity() + pieces;
         self.cmds.capacity() * std::mem::size_of::<Held>() + frames * std::mem::size_of::<Frame>() + offsets
     }
 
@@ -356,6 +366,53 @@ impl Realign {
         }
         self.leading.push(f);
         None
+    }
+
+    /// The frames found again in the reply bytes read between two losses of replies, before the frames held
+    /// (`reframe::first_frame_cut`: they follow one another from a position after a CRLF up to where the
+    /// second loss began, the last one cut or not). Which commands they answer, the second loss hid: not tested against the offsets; once the
+    /// latest run's offset is confirmed, they go to the commands before those its frames answer, at the one
+    /// offset their shapes and times fit (`place_pieces`). Dropped (returned) beyond `MAX_HELD` frames.
+    pub fn push_piece(&mut self, frames: Vec<Frame>) -> Option<Vec<Frame>> {
+        let held: usize = self.pieces.iter().map(Vec::len).sum();
+        if frames.is_empty() || held + frames.len() > MAX_HELD {
+            return Some(frames);
+        }
+        if self.pieces.is_empty() {
+            self.pieces_front = self.cmds.front().map(|c| c.id);
+        }
+        self.pieces.push(frames);
+        None
+    }
+
+    /// Where the pieces' frames go (`push_piece`), with the latest run the only one and its first `hi`
+    /// commands those answered before its frames held: the latest piece first, each at the one offset
+    /// that pairs its every frame with a command it fits, within the commands before the next piece's,
+    /// and confirmed as a run's is (`CONFIRM_RUN` telling replies). A piece not placed leaves at least its
+    /// frames' count of commands between the pieces before it and the next. Returns (command index,
+    /// piece, frame) triples.
+    fn place_pieces(&self, mut hi: usize) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        if self.segs.len() != 1 || self.pieces_front.is_none() || self.cmds.front().map(|c| c.id) != self.pieces_front {
+            return out;
+        }
+        for (p, piece) in self.pieces.iter().enumerate().rev() {
+            let m = piece.len();
+            let fits = |a: usize| piece.iter().enumerate().all(|(k, f)| Self::fits(f, &self.cmds[a + k]));
+            let mut found = (0..(hi + 1).saturating_sub(m)).filter(|&a| fits(a));
+            let (Some(a), None) = (found.next(), found.next()) else {
+                hi = hi.saturating_sub(m);
+                continue;
+            };
+            let telling = piece.iter().enumerate().filter(|&(k, f)| Self::tells(f, &self.cmds[a + k])).count();
+            if telling < CONFIRM_RUN {
+                hi = hi.saturating_sub(m);
+                continue;
+            }
+            out.extend((0..m).map(|k| (a + k, p, k)));
+            hi = a;
+        }
+        out
     }
 
     /// The leading frames that go to commands of run `g` under its offset `s`: (command, leading frame)
@@ -501,9 +558,8 @@ impl Realign {
         (self.timing.is_some() && n >= TIMING_RUN && self.segs.back().and_then(Segment::max) == Some(s)).then_some(s)
     }
 
-    /// Replies paired under offset `s` so far with run `g`'s commands, and how many of them are telling: the
-    /// command allows few shapes (not a SET or any command whose replies vary) and the reply is no error (an
-    /// error answers anything).
+    /// Replies paired under offset `s` so far with run `g`'s commands, and how many of them are telling
+    /// (`tells`).
     fn overlap(&self, g: usize, s: i64) -> (usize, usize) {
         let start = self.start(g) as i64;
         let (lo, hi) = ((start - s).max(0), (start + self.segs[g].len as i64 - s).min(self.frames.len() as i64));
@@ -511,11 +567,17 @@ impl Realign {
         for j in lo..hi {
             let (f, c) = (&self.frames[j as usize], &self.cmds[(j + s) as usize]);
             paired += 1;
-            let error = matches!(f.top.kind, Kind::Error | Kind::BulkError);
-            let tells = matches!(c.class, Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_));
-            telling += usize::from(!f.queued && !error && tells);
+            telling += usize::from(Self::tells(f, c));
         }
         (paired, telling)
+    }
+
+    /// Whether reply `f` paired with command `c` tells an offset: the command allows few shapes (not a SET
+    /// or any command whose replies vary) and the reply is no error (an error answers anything).
+    fn tells(f: &Frame, c: &Held) -> bool {
+        let error = matches!(f.top.kind, Kind::Error | Kind::BulkError);
+        let tells = matches!(c.class, Class::Hmget | Class::Mget | Class::Hgetall | Class::GetLike | Class::IntLike(_));
+        !f.queued && !error && tells
     }
 
     /// Run `g`'s offset, when its replies' shapes confirm it: the one left, pairing `CONFIRM_RUN` replies of
@@ -565,15 +627,28 @@ impl Realign {
         for g in 0..self.segs.len() {
             let s = if g == last { Some(latest) } else { self.confirmed(g) };
             self.assign_leading(g, s, &mut lead, &mut lead_used);
+        }
+        // The pieces go before the first command the frames held or the leading ones answer.
+        let first = (0..self.cmds.len()).find(|&i| lead[i].is_some());
+        let first = first.unwrap_or(latest.clamp(0, self.cmds.len() as i64) as usize);
+        let mut piece: Vec<Option<(usize, usize)>> = vec![None; self.cmds.len()];
+        let mut piece_used: Vec<Vec<bool>> = self.pieces.iter().map(|p| vec![false; p.len()]).collect();
+        for (i, p, k) in self.place_pieces(first) {
+            piece[i] = Some((p, k));
+            piece_used[p][k] = true;
+        }
+        for g in 0..self.segs.len() {
+            let s = if g == last { Some(latest) } else { self.confirmed(g) };
             for i in start..start + self.segs[g].len {
                 let j = s.map(|s| i as i64 - s);
-                let fate = match (j, lead[i]) {
-                    (Some(j), _) if (0..self.frames.len() as i64).contains(&j) => {
+                let fate = match (j, lead[i], piece[i]) {
+                    (Some(j), _, _) if (0..self.frames.len() as i64).contains(&j) => {
                         used[j as usize] = true;
                         Fate::Paired(self.frames[j as usize])
                     }
-                    (_, Some(at)) => Fate::Paired(self.leading[at]),
-                    (Some(j), None) if j >= 0 && g == last => Fate::Awaits,
+                    (_, Some(at), _) => Fate::Paired(self.leading[at]),
+                    (_, _, Some((p, k))) => Fate::Paired(self.pieces[p][k]),
+                    (Some(j), None, _) if j >= 0 && g == last => Fate::Awaits,
                     _ => Fate::Unknown,
                 };
                 out.cmds.push((self.cmds[i], fate));
@@ -582,6 +657,9 @@ impl Realign {
         }
         out.unpaired = self.leading.drain(..).zip(lead_used).filter(|&(_, u)| !u).map(|(f, _)| f).collect();
         out.unpaired.extend(self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
+        for (frames, used) in self.pieces.drain(..).zip(piece_used) {
+            out.unpaired.extend(frames.into_iter().zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
+        }
         out
     }
 

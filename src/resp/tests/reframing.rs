@@ -106,3 +106,35 @@ fn a_get_after_the_elements_an_mget_reply_left_is_paired_and_the_elements_are_no
     let (got, want) = run_with(mget, 4 + 7 + 30 + 2 + 5 + 5 + 10, after);
     assert_eq!(got, want);
 }
+
+/// Two losses of replies before the quiet moment, the second cutting an MGET's reply: the frames between
+/// them (from the first whole one after the first loss to the one the second cut) are found again at the
+/// quiet moment too, and once the frames after the second loss tell their offset, the frames between go to
+/// the commands before, at the one offset that fits them all. Before, every reply between the two losses
+/// was lost with the second.
+#[test]
+fn the_replies_between_two_losses_before_a_quiet_moment_are_paired() {
+    let ops: Vec<_> = (0..75).map(telling).collect();
+    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
+    let at = |i: usize| bytes(0, i, 1).len();
+    let mut r = Run::new();
+    r.req(10, &bytes(0, 60, 0));
+    let replies = bytes(0, 60, 1);
+    // From 3 bytes into reply 10 (a GET's header) to 3 bytes into reply 11, then from 3 bytes into reply 40
+    // (an MGET's) to 3 bytes into reply 42 (another's, whose elements then read as bulk frames).
+    let (a1, b1, a2, b2) = (at(10) + 3, at(11) + 3, at(40) + 3, at(42) + 3);
+    r.rep(20, &replies[..a1]);
+    r.gap(Direction::Reply, 21, (b1 - a1) as u64);
+    r.rep(21, &replies[b1..a2]);
+    r.gap(Direction::Reply, 22, (b2 - a2) as u64);
+    r.rep(22, &replies[b2..]);
+    r.req(30, &bytes(60, 75, 0));
+    r.rep(40, &bytes(60, 75, 1));
+    r.finish();
+    let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    // (Reply 12, a bulk leading the frames between, may be an element of an MGET's reply the first loss cut:
+    // not used.)
+    let lost = [10, 11, 12, 40, 41, 42];
+    let want: Vec<Owned> = ops.iter().enumerate().map(|(i, o)| if lost.contains(&i) { Owned::Unknown } else { o.2.clone() }).collect();
+    assert_eq!(got, want);
+}
