@@ -228,6 +228,9 @@ pub struct Session {
     blocking_seen: bool,
     /// The connection ended with a FIN each way after a quiet moment (`settle`).
     settled: bool,
+    /// The connection ended with a FIN each way: its reply stream ends at a frame boundary, but for a
+    /// server that closed with replies owed (`finish_some`).
+    closed: bool,
     next_id: u64,
 }
 
@@ -292,6 +295,7 @@ impl Session {
             last_seen_ts: i64::MIN,
             blocking_seen: false,
             settled: false,
+            closed: false,
             orphaned: false,
             next_id: 0,
         }
@@ -401,6 +405,7 @@ impl Session {
     /// The connection ended at `ts_ns` with a FIN each way, every byte before them seen or reported lost
     /// (`finish` follows): it settled if it was quiet for `settle::SETTLE_NS` before.
     pub fn ended(&mut self, ts_ns: i64) {
+        self.closed = true;
         self.settled = ts_ns.saturating_sub(self.last_seen_ts) >= settle::SETTLE_NS;
     }
 
@@ -424,13 +429,23 @@ impl Session {
             self.req.finish(&mut self.args, &mut events);
             self.on_events(&events, ts, out);
             self.events = events;
+            // A connection closed with a FIN each way ended at a frame boundary: the client closed after the
+            // replies it waited for (with replies unread it resets), and the server writes whole replies. The
+            // frames read since the reply stream lost its boundaries are found again there, as at a turn. A
+            // server that closed while it still owed a reply (output buffer limits, CLIENT KILL) ends inside
+            // one: no true boundary reaches the end, and what a value there spells is at most a few frames,
+            // which confirm no offset. (The frames it drops, a count would miss: none is taken then.)
+            let reframed = self.closed && !self.framed && self.realign.is_some();
+            if reframed {
+                self.reframe(None, out);
+            }
             if let Some(r) = self.realign.as_mut() {
                 // No command comes any more: no reply held answers one not seen.
                 let outcome = r.time_passes(i64::MAX);
                 self.realign_outcome(outcome, out);
             }
             // Every command was answered, every reply read, none owed to commands sent before the loss.
-            let counted = self.framed && !self.blocking_seen && self.waiting == 0 && self.skip == 0;
+            let counted = !reframed && self.framed && !self.blocking_seen && self.waiting == 0 && self.skip == 0;
             if let Some(r) = self.realign.as_mut().filter(|_| self.settled && counted) {
                 let outcome = r.settled();
                 self.realign_outcome(outcome, out);

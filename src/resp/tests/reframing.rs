@@ -138,3 +138,26 @@ fn the_replies_between_two_losses_before_a_quiet_moment_are_paired() {
     let want: Vec<Owned> = ops.iter().enumerate().map(|(i, o)| if lost.contains(&i) { Owned::Unknown } else { o.2.clone() }).collect();
     assert_eq!(got, want);
 }
+
+/// A reply loss in the last pipeline of a connection: no command comes after it for a quiet moment, but the
+/// connection's end (a FIN each way, soon after) is a frame boundary too: the frames after the loss are
+/// found again there and paired. Before, the rest of the pipeline came out unknown.
+#[test]
+fn the_replies_after_a_loss_in_the_last_pipeline_are_found_again_at_the_close() {
+    let ops: Vec<_> = (0..60).map(telling).collect();
+    let bytes = |i: usize| -> Vec<u8> { ops.iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
+    let at = |n: usize| ops[..n].iter().map(|o| o.1.len()).sum::<usize>();
+    let mut r = Run::new();
+    r.req(10, &bytes(0));
+    let replies = bytes(1);
+    // From 3 bytes into reply 20 (an MGET's header) to 3 bytes into reply 21.
+    let (from, to) = (at(20) + 3, at(21) + 3);
+    r.rep(20, &replies[..from]);
+    r.gap(Direction::Reply, 21, (to - from) as u64);
+    r.rep(21, &replies[to..]);
+    r.ended(30);
+    r.finish();
+    let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    let want: Vec<Owned> = ops.iter().enumerate().map(|(i, o)| if i == 20 || i == 21 { Owned::Unknown } else { o.2.clone() }).collect();
+    assert_eq!(got, want);
+}
