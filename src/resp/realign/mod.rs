@@ -214,11 +214,11 @@ impl Realign {
     }
 
     /// What the replies still owed can hold, for finding frames again (`reframe`): None when a command held
-    /// may get any reply, or replies are owed to commands not held (of kinds nobody knows).
+    /// may get any reply. Replies owed to commands not held (lost with the client's bytes: of kinds nobody
+    /// knows) are not bounded: frames the reply the loss cut leaves, when it answers such a command, come
+    /// before every reply to a command held, where the offsets take them for replies to commands lost (as
+    /// many as the loss allows), and the frames after them tell the offset as they would without them.
     pub fn reply_bound(&self) -> Option<ReplyBound> {
-        if self.segs.iter().any(|g| g.gap > 0) {
-            return None;
-        }
         self.cmds.iter().try_fold(ReplyBound { elements: 0, values: false }, |b, c| {
             let c = c.bound?;
             Some(ReplyBound { elements: b.elements.max(c.elements), values: b.values || c.values })

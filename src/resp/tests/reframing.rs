@@ -4,7 +4,7 @@
 //! up to the next quiet moment was lost with the loss: on a pipelining connection, the rest of the pipeline.
 
 use super::losses::telling;
-use crate::resp::testgen::{array, bulk, cmds, Owned, Run};
+use crate::resp::testgen::{array, bulk, cmd, cmds, Owned, Run};
 use crate::resp::Direction;
 
 /// A pipeline of 60 commands (`telling`, but for commands 19 to 21: a GET of a 200-byte value, `cut`, an INCR
@@ -160,4 +160,68 @@ fn the_replies_after_a_loss_in_the_last_pipeline_are_found_again_at_the_close() 
     let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
     let want: Vec<Owned> = ops.iter().enumerate().map(|(i, o)| if i == 20 || i == 21 { Owned::Unknown } else { o.2.clone() }).collect();
     assert_eq!(got, want);
+}
+
+/// A loss of client bytes that could have held over a hundred commands (a SET of a long value), then a loss of
+/// replies before as many replies came: replies may still be owed to commands lost, of kinds nobody knows.
+/// The frames after the reply loss are found again at the quiet moment all the same: what the cut reply
+/// leaves comes before every reply to a command held, where the offsets take it for replies to commands lost,
+/// and the frames after it tell the offset. Before, with replies owed to commands not held, none were found,
+/// and the rest of the pipeline came out unknown.
+#[test]
+fn frames_are_found_again_after_a_reply_loss_while_replies_may_be_owed_to_commands_lost() {
+    let mut ops: Vec<_> = (0..250).map(telling).collect();
+    ops[5] = (cmd(&[b"SET", b"big", &[b'v'; 1400]]), b"+OK\r\n".to_vec(), Owned::Simple);
+    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
+    let at = |n: usize| bytes(0, n, 1).len();
+    let mut r = Run::new();
+    r.req(10, &bytes(0, 5, 0));
+    r.gap(Direction::Request, 10, ops[5].0.len() as u64);
+    r.req(10, &bytes(6, 100, 0));
+    let replies = bytes(0, 100, 1);
+    // From 3 bytes into reply 20 (a GET's header) to 3 bytes into reply 21 (an MGET's).
+    let (from, to) = (at(20) + 3, at(21) + 3);
+    r.rep(20, &replies[..from]);
+    r.gap(Direction::Reply, 21, (to - from) as u64);
+    r.rep(21, &replies[to..]);
+    r.req(30, &bytes(100, 250, 0));
+    r.rep(40, &bytes(100, 250, 1));
+    r.finish();
+    let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    // Command 5 was lost; the replies of 6 to 19 were held when the reply loss dropped them; 20 and 21's cut.
+    let kept = ops.iter().enumerate().filter(|&(i, _)| i != 5);
+    let want: Vec<Owned> = kept.map(|(i, o)| if (6..22).contains(&i) { Owned::Unknown } else { o.2.clone() }).collect();
+    assert_eq!(got, want);
+}
+
+/// As above, the reply loss cutting the reply of a command lost with the client's bytes, a GET whose value
+/// ends in text that reads as frames (`:3`, then a bulk the value's CRLF ends): they lead the frames found
+/// again, and no command held takes them (the first held is an INCR, which `:3` would fit): the offsets take
+/// them for replies to commands lost, and every command held is paired with its own reply.
+#[test]
+fn what_the_cut_reply_of_a_command_lost_spells_is_taken_by_no_command_held() {
+    let mut ops: Vec<_> = (0..250).map(telling).collect();
+    ops[5] = (cmd(&[b"SET", b"big", &[b'v'; 1400]]), b"+OK\r\n".to_vec(), Owned::Simple);
+    let value = b"text\r\n:3\r\n$2\r\nzz";
+    ops[6] = (cmds("GET spelled"), bulk(value), Owned::Bulk(value.len() as u32));
+    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
+    let at = |n: usize| bytes(0, n, 1).len();
+    let mut r = Run::new();
+    r.req(10, &bytes(0, 5, 0));
+    r.gap(Direction::Request, 10, (ops[5].0.len() + ops[6].0.len()) as u64);
+    r.req(10, &bytes(7, 100, 0));
+    let replies = bytes(0, 100, 1);
+    // From 3 bytes into reply 5 to the `:3` in reply 6's value.
+    let (from, to) = (at(5) + 3, at(6) + 4 + 6);
+    r.rep(20, &replies[..from]);
+    r.gap(Direction::Reply, 21, (to - from) as u64);
+    r.rep(21, &replies[to..]);
+    r.req(30, &bytes(100, 250, 0));
+    r.rep(40, &bytes(100, 250, 1));
+    r.finish();
+    let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
+    let want: Vec<Owned> = ops.iter().enumerate().filter(|&(i, _)| i != 5 && i != 6).map(|(_, o)| o.2.clone()).collect();
+    assert_eq!(got, want);
+    // The two frames the value spells were read, and left unpaired.
+    assert_eq!(r.session.stats().unpaired_replies, 2);
 }
