@@ -260,7 +260,8 @@ impl Realign {
     }
 
     /// Replies are lost again: the offsets change by an unknown amount. The runs before the latest are let go
-    /// (returned: their commands come out unknown), and so are the replies held (unpaired); the latest run's
+    /// (returned: their commands come out unknown, or paired where their replies told their offset, `told`),
+    /// and so are the replies held (unpaired when not theirs); the latest run's
     /// offsets are tried afresh from the next reply, allowing for every reply still owed to the commands before
     /// it.
     pub fn replies_lost(&mut self) -> Resolved {
@@ -274,7 +275,21 @@ impl Realign {
             let held = self.segs.iter().take(last).map(|g| g.len as u64).sum::<u64>();
             self.segs.iter().map(|g| g.gap).fold(held, u64::saturating_add)
         };
-        let cmds = self.cmds.drain(..start as usize).map(|c| (c, Fate::Unknown)).collect();
+        // The runs before the latest whose replies held told their offset are paired, as `resolve` would.
+        let mut used = vec![false; self.frames.len()];
+        let mut fates = vec![Fate::Unknown; start as usize];
+        let mut first = 0usize;
+        for g in 0..last {
+            let told = if self.started { self.told(g) } else { None };
+            for i in first..first + self.segs[g].len {
+                if let Some(j) = told.map(|s| i as i64 - s).filter(|j| (0..nf).contains(j)) {
+                    used[j as usize] = true;
+                    fates[i] = Fate::Paired(self.frames[j as usize]);
+                }
+            }
+            first += self.segs[g].len;
+        }
+        let cmds = self.cmds.drain(..start as usize).zip(fates).collect();
         let mut latest = self.segs.pop_back().unwrap_or_default();
         latest.gap = owed;
         latest.alive.clear();
@@ -285,7 +300,7 @@ impl Realign {
         self.timing = None;
         self.reached = None;
         let mut unpaired: Vec<Frame> = std::mem::take(&mut self.leading);
-        unpaired.extend(std::mem::take(&mut self.frames));
+        unpaired.extend(self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
         unpaired.extend(self.pieces.drain(..).flatten());
         Resolved { cmds, unpaired }
     }
@@ -580,13 +595,20 @@ impl Realign {
         !f.queued && !error && tells
     }
 
-    /// Run `g`'s offset, when its replies' shapes confirm it: the one left, pairing `CONFIRM_RUN` replies of
-    /// telling shapes; for a run before the latest, with every command's reply held.
-    fn confirmed(&self, g: usize) -> Option<i64> {
+    /// Run `g`'s offset, when its replies' shapes tell it: the one left, pairing `CONFIRM_RUN` replies of
+    /// telling shapes so far.
+    fn told(&self, g: usize) -> Option<i64> {
         let s = self.segs[g].single()?;
         let (paired, telling) = self.overlap(g, s);
-        let whole = g + 1 == self.segs.len() || paired == self.segs[g].len;
-        (paired >= CONFIRM_RUN && telling >= CONFIRM_RUN && whole).then_some(s)
+        (paired >= CONFIRM_RUN && telling >= CONFIRM_RUN).then_some(s)
+    }
+
+    /// Run `g`'s offset, when its replies' shapes confirm it (`told`); for a run before the latest, with every
+    /// command's reply held (it may leave the front: `take_front`).
+    fn confirmed(&self, g: usize) -> Option<i64> {
+        let s = self.told(g)?;
+        let whole = g + 1 == self.segs.len() || self.overlap(g, s).0 == self.segs[g].len;
+        whole.then_some(s)
     }
 
     fn decide(&self) -> Outcome {
@@ -625,7 +647,7 @@ impl Realign {
         let mut lead_used = vec![false; self.leading.len()];
         let mut start = 0usize;
         for g in 0..self.segs.len() {
-            let s = if g == last { Some(latest) } else { self.confirmed(g) };
+            let s = if g == last { Some(latest) } else { self.told(g) };
             self.assign_leading(g, s, &mut lead, &mut lead_used);
         }
         // The pieces go before the first command the frames held or the leading ones answer.
@@ -638,7 +660,7 @@ impl Realign {
             piece_used[p][k] = true;
         }
         for g in 0..self.segs.len() {
-            let s = if g == last { Some(latest) } else { self.confirmed(g) };
+            let s = if g == last { Some(latest) } else { self.told(g) };
             for i in start..start + self.segs[g].len {
                 let j = s.map(|s| i as i64 - s);
                 let fate = match (j, lead[i], piece[i]) {

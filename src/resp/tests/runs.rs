@@ -115,3 +115,40 @@ fn a_huge_second_loss_ends_the_realignment_without_holding_its_offsets() {
     r.finish();
     assert_eq!(r.got.len(), 59);
 }
+
+/// A loss of replies while the runs are held lets the runs before the latest go. A run of HSETs between two
+/// losses of client bytes whose offset its replies told (one left, over 8 telling replies), but which could
+/// not leave before it (the run of SETs at the front, which no reply tells, holds every run after it), is
+/// paired with the replies it had rather than let go unknown, as it would have been had the latest run's
+/// offset been confirmed.
+#[test]
+fn runs_their_replies_told_are_paired_when_a_reply_loss_lets_them_go() {
+    let ops = ops();
+    // A loss more among the SETs: two runs of SETs lead, the first can leave only once the second's offset is
+    // known, and none tells it.
+    let losses = [(10, 12), LOST[0], LOST[1], LOST[2], LOST[3], LOST[4]];
+    let mut r = Run::with(Session::new(Limits::default()));
+    let mut at = 0;
+    for &(a, b) in &losses {
+        r.req(10, &ops[at..a].iter().flat_map(|o| o.0.clone()).collect::<Vec<u8>>());
+        r.gap(Direction::Request, 10, ops[a..b].iter().map(|o| o.0.len() as u64).sum());
+        at = b;
+    }
+    r.req(10, &ops[at..].iter().flat_map(|o| o.0.clone()).collect::<Vec<u8>>());
+    // The replies, less those from 2 bytes into reply 160 to 2 bytes into reply 161.
+    let replies: Vec<u8> = ops.iter().flat_map(|o| o.1.clone()).collect();
+    let upto = |n: usize| ops[..n].iter().map(|o| o.1.len()).sum::<usize>();
+    let (from, to) = (upto(160) + 2, upto(161) + 2);
+    r.rep(REPLIES_AT, &replies[..from]);
+    r.gap(Direction::Reply, REPLIES_AT, (to - from) as u64);
+    r.rep(REPLIES_AT, &replies[to..]);
+    r.finish();
+    let lost = |i: usize| losses.iter().any(|&(a, b)| (a..b).contains(&i));
+    let got: Vec<(usize, Owned)> = (0..ops.len()).filter(|&i| !lost(i)).zip(r.got.iter().map(|g| g.reply.clone())).collect();
+    for (i, g) in &got {
+        assert!(*g == Owned::Unknown || *g == ops[*i].2, "command {i} paired with {g:?}");
+    }
+    let paired = |a: usize, b: usize| got.iter().filter(|(i, g)| (a..b).contains(i) && *g != Owned::Unknown).count();
+    // The run from the SETs into the HSETs and the runs of HSETs between losses, each told by its replies.
+    assert_eq!((paired(41, 80), paired(82, 110), paired(111, 140)), (39, 28, 29));
+}
