@@ -1071,7 +1071,9 @@ impl Session {
         }
         self.last_reply_ts = Some(ts);
         if !self.framed {
-            self.unframed.push(ts, data, self.limits.max_pending_bytes);
+            // (The pieces kept before count towards the same share.)
+            let pieces: usize = self.pieces.iter().map(|p| p.bytes.len()).sum();
+            self.unframed.push(ts, data, self.limits.max_pending_bytes.saturating_sub(pieces));
             self.reply_bytes += data.len() as u64;
             self.stats.reply_skipped_bytes += data.len() as u64;
             return data.len();
@@ -1138,8 +1140,9 @@ impl Session {
     }
 
     /// A loss of replies while the frame boundaries were lost after an earlier one: the bytes kept since
-    /// are a piece of their own (within the pending budget with those kept after it), whose frames are
-    /// found again at the next quiet moment.
+    /// are a piece of their own, whose frames are found again at the next quiet moment. The pieces and the
+    /// bytes kept after them share the connection's pending budget; a piece taking more than half of it is
+    /// let go (the bytes after the loss are more use: they lead to the quiet moment).
     fn keep_piece(&mut self) {
         if self.framed || self.realign.is_none() || self.unframed.bytes.is_empty() {
             return;

@@ -16,8 +16,9 @@ client segment on a connection that waits for its replies (the loader's SETs, al
 replies before its next batches gives the offset. The commands between two lost client segments are a run of
 their own, paired once their shapes fit one offset within their neighbours' reach; the loader's last run once
 its connection closes after a quiet moment (every command answered: the count of replies gives the offset).
-After a lost server segment, the replies read until the next quiet moment are found again there (the frames
-that follow one another up to it) rather than lost with it.
+After a lost server segment, the replies read until the next quiet moment (or the connection's close) are found
+again there (the frames that follow one another up to it) rather than lost with it, and so are those read between
+two lost server segments (up to where the second began).
 """
 
 from __future__ import annotations
@@ -226,12 +227,13 @@ def test_after_random_packet_losses_no_reply_is_paired_with_another_commands_rep
 
 # Reached since the commands between two losses of client bytes are realigned as runs of their own and a
 # connection closed after a quiet moment counts its last run's replies (`src/resp/realign`, `src/resp/settle.rs`):
-# 90.2-94.9% over 24 seeds on eight captures, four of them recorded fresh (before: 87.2-94.4%), and 89.9% on a
-# ninth, recorded by a run of the suite. The loading connection moves it: its HSETs between losses were never
-# paired before (a lost segment allows 133 lost commands, and it lost one every few dozen HSETs), its SETs tell
-# no offset by shape and timing is refused on a loader whose server answered its long pipelines in part while
-# they were sent. The floor asserted is below every capture seen since and above most of those before.
-REACHED = 0.88
+# 90.2-94.9% over 24 seeds on eight captures, 89.9% on a ninth. Since the frames between two reply losses, after
+# a reply loss while replies may be owed to commands lost, and at a connection's close are found again, and runs
+# their replies told are paired at a reply loss: 90.6-93.7% on fourteen fresh captures, 92.1% and 91.8% on two
+# saved ones. What moves it is the loading connection: its SETs between losses of client bytes tell no offset by
+# shape, and by count only where its server did not answer its pipelines in part while they were sent. The floor
+# asserted is below every capture seen since.
+REACHED = 0.89
 
 
 def test_at_one_percent_loss_most_kept_commands_are_paired(lossy_runs):
@@ -239,12 +241,12 @@ def test_at_one_percent_loss_most_kept_commands_are_paired(lossy_runs):
     assert paired >= REACHED * kept, "\n".join(r[0] for r in lossy_runs)
 
 
-# Not strict: met on eight of nine captures measured (90.2% and 90.3% the lowest, 89.9% the ninth), too close to
-# gate a suite that records a fresh capture each run; a capture that reaches it shows as XPASS. What is left
-# is mostly the loading connection's SETs between losses, which no shape tells apart and, on a loader whose
-# server answered its pipelines in part while they were sent, no count either.
-@pytest.mark.xfail(strict=False, reason="issue 27 item 3's target, met on eight of nine captures measured "
-                                        "(89.9-94.9%)")
+# Not strict: met on every capture measured since (the sixteen above, the lowest 90.6%), within a point of a
+# suite that records a fresh capture each run; a capture that reaches it shows as XPASS. What is left is mostly
+# the loading connection's SETs between losses, which no shape tells apart and, on a loader whose server
+# answered its pipelines in part while they were sent, no count either.
+@pytest.mark.xfail(strict=False, reason="issue 27 item 3's target, met on every capture measured since "
+                                        "(90.6-93.7% on fourteen fresh)")
 def test_at_one_percent_loss_ninety_percent_of_kept_commands_are_paired(lossy_runs):
     kept, paired = (sum(r[i] for r in lossy_runs) for i in (2, 3))
     assert paired >= 0.9 * kept, "\n".join(r[0] for r in lossy_runs)
