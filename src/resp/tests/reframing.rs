@@ -162,6 +162,33 @@ fn the_replies_after_a_loss_in_the_last_pipeline_are_found_again_at_the_close() 
     assert_eq!(got, want);
 }
 
+type Op = (Vec<u8>, Vec<u8>, Owned);
+
+/// 250 commands (`telling`, but for the SET of a long value at 5, and `ops6` at 6 when Some), in a pipeline of
+/// 100 whose client bytes lose commands `lost` (5 and perhaps 6), its reply bytes those from `from` to `to`
+/// (offsets in the replies); then, at a quiet moment, a pipeline of 150 more. Returns the run and the commands.
+fn after_lost_bytes(ops6: Option<Op>, lost: std::ops::Range<usize>, cut: impl Fn(&dyn Fn(usize) -> usize) -> (usize, usize)) -> (Run, Vec<Op>) {
+    let mut ops: Vec<Op> = (0..250).map(telling).collect();
+    ops[5] = (cmd(&[b"SET", b"big", &[b'v'; 1400]]), b"+OK\r\n".to_vec(), Owned::Simple);
+    if let Some(op) = ops6 {
+        ops[6] = op;
+    }
+    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
+    let (from, to) = cut(&|n| bytes(0, n, 1).len());
+    let mut r = Run::new();
+    r.req(10, &bytes(0, lost.start, 0));
+    r.gap(Direction::Request, 10, bytes(lost.start, lost.end, 0).len() as u64);
+    r.req(10, &bytes(lost.end, 100, 0));
+    let replies = bytes(0, 100, 1);
+    r.rep(20, &replies[..from]);
+    r.gap(Direction::Reply, 21, (to - from) as u64);
+    r.rep(21, &replies[to..]);
+    r.req(30, &bytes(100, 250, 0));
+    r.rep(40, &bytes(100, 250, 1));
+    r.finish();
+    (r, ops)
+}
+
 /// A loss of client bytes that could have held over a hundred commands (a SET of a long value), then a loss of
 /// replies before as many replies came: replies may still be owed to commands lost, of kinds nobody knows.
 /// The frames after the reply loss are found again at the quiet moment all the same: what the cut reply
@@ -170,23 +197,8 @@ fn the_replies_after_a_loss_in_the_last_pipeline_are_found_again_at_the_close() 
 /// and the rest of the pipeline came out unknown.
 #[test]
 fn frames_are_found_again_after_a_reply_loss_while_replies_may_be_owed_to_commands_lost() {
-    let mut ops: Vec<_> = (0..250).map(telling).collect();
-    ops[5] = (cmd(&[b"SET", b"big", &[b'v'; 1400]]), b"+OK\r\n".to_vec(), Owned::Simple);
-    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
-    let at = |n: usize| bytes(0, n, 1).len();
-    let mut r = Run::new();
-    r.req(10, &bytes(0, 5, 0));
-    r.gap(Direction::Request, 10, ops[5].0.len() as u64);
-    r.req(10, &bytes(6, 100, 0));
-    let replies = bytes(0, 100, 1);
     // From 3 bytes into reply 20 (a GET's header) to 3 bytes into reply 21 (an MGET's).
-    let (from, to) = (at(20) + 3, at(21) + 3);
-    r.rep(20, &replies[..from]);
-    r.gap(Direction::Reply, 21, (to - from) as u64);
-    r.rep(21, &replies[to..]);
-    r.req(30, &bytes(100, 250, 0));
-    r.rep(40, &bytes(100, 250, 1));
-    r.finish();
+    let (r, ops) = after_lost_bytes(None, 5..6, |at| (at(20) + 3, at(21) + 3));
     let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
     // Command 5 was lost; the replies of 6 to 19 were held when the reply loss dropped them; 20 and 21's cut.
     let kept = ops.iter().enumerate().filter(|&(i, _)| i != 5);
@@ -200,25 +212,10 @@ fn frames_are_found_again_after_a_reply_loss_while_replies_may_be_owed_to_comman
 /// them for replies to commands lost, and every command held is paired with its own reply.
 #[test]
 fn what_the_cut_reply_of_a_command_lost_spells_is_taken_by_no_command_held() {
-    let mut ops: Vec<_> = (0..250).map(telling).collect();
-    ops[5] = (cmd(&[b"SET", b"big", &[b'v'; 1400]]), b"+OK\r\n".to_vec(), Owned::Simple);
     let value = b"text\r\n:3\r\n$2\r\nzz";
-    ops[6] = (cmds("GET spelled"), bulk(value), Owned::Bulk(value.len() as u32));
-    let bytes = |a: usize, b: usize, i: usize| -> Vec<u8> { ops[a..b].iter().flat_map(|o| [&o.0, &o.1][i].clone()).collect() };
-    let at = |n: usize| bytes(0, n, 1).len();
-    let mut r = Run::new();
-    r.req(10, &bytes(0, 5, 0));
-    r.gap(Direction::Request, 10, (ops[5].0.len() + ops[6].0.len()) as u64);
-    r.req(10, &bytes(7, 100, 0));
-    let replies = bytes(0, 100, 1);
+    let spelled = (cmds("GET spelled"), bulk(value), Owned::Bulk(value.len() as u32));
     // From 3 bytes into reply 5 to the `:3` in reply 6's value.
-    let (from, to) = (at(5) + 3, at(6) + 4 + 6);
-    r.rep(20, &replies[..from]);
-    r.gap(Direction::Reply, 21, (to - from) as u64);
-    r.rep(21, &replies[to..]);
-    r.req(30, &bytes(100, 250, 0));
-    r.rep(40, &bytes(100, 250, 1));
-    r.finish();
+    let (r, ops) = after_lost_bytes(Some(spelled), 5..7, |at| (at(5) + 3, at(6) + 4 + 6));
     let got: Vec<Owned> = r.got.iter().map(|g| g.reply.clone()).collect();
     let want: Vec<Owned> = ops.iter().enumerate().filter(|&(i, _)| i != 5 && i != 6).map(|(_, o)| o.2.clone()).collect();
     assert_eq!(got, want);
