@@ -1159,7 +1159,8 @@ impl Session {
     fn piece_frames(&mut self, piece: &Unframed, start: usize) -> Option<Vec<realign::Frame>> {
         let mut frames = Vec::new();
         let mut parser = ReplyParser::new(self.limits);
-        for (k, &(at, ts)) in piece.chunks.iter().enumerate() {
+        let mut whole = true;
+        'chunks: for (k, &(at, ts)) in piece.chunks.iter().enumerate() {
             let end = piece.chunks.get(k + 1).map_or(piece.bytes.len(), |c| c.0);
             let mut pos = at.max(start);
             while pos < end {
@@ -1168,22 +1169,27 @@ impl Session {
                 }
                 let (n, step) = parser.advance(&piece.bytes[pos..end], ts);
                 pos += n;
-                match step {
-                    Step::Frame => {
-                        let &top = parser.frame.nodes.first()?;
-                        if top.kind == Kind::Push {
-                            return None;
-                        }
+                match (step, parser.frame.nodes.first()) {
+                    (Step::Frame, Some(&top)) if top.kind != Kind::Push => {
                         let reply = summarize(&parser.frame, 0, Class::Other, &mut self.replies);
                         if reply.uses_store() {
                             self.store_users += 1;
                         }
                         frames.push(realign::Frame { top, ts: parser.frame.start_ts, reply, queued: is_queued(&parser.frame) });
                     }
-                    Step::More => {}
-                    Step::Invalid => return None,
+                    (Step::More, _) => {}
+                    _ => {
+                        whole = false;
+                        break 'chunks;
+                    }
                 }
             }
+        }
+        if !whole {
+            for f in frames {
+                self.release_reply(f.reply);
+            }
+            return None;
         }
         Some(frames)
     }
