@@ -165,8 +165,8 @@ fn leading_dropped(chain: &[(usize, Kind)], bound: ReplyBound) -> Option<Found> 
 /// The frames (where each begins, and its top node's kind) from the earliest position from which whole
 /// frames follow one another to the end of `bytes` exactly; when `cut`, also to a last frame the end cuts,
 /// and from the position whose chain has the most whole frames (the earliest of those): a position inside
-/// a value can read as a frame the end cuts (a line that never ends, a long bulk) without passing through
-/// the frames after it, and the true frames outnumber what a value spells.
+/// a value can read as a frame the end cuts (a bulk of a length the value's text spells) without passing
+/// through the frames after it, and the true frames outnumber what a value spells.
 fn chain(bytes: &[u8], limits: Limits, cut: bool) -> Option<Vec<(usize, Kind)>> {
     let n = bytes.len();
     let mut parser = ReplyParser::new(limits);

@@ -385,9 +385,10 @@ impl Realign {
 
     /// The frames found again in the reply bytes read between two losses of replies, before the frames held
     /// (`reframe::first_frame_cut`: they follow one another from a position after a CRLF up to where the
-    /// second loss began, the last one cut or not). Which commands they answer, the second loss hid: not tested against the offsets; once the
-    /// latest run's offset is confirmed, they go to the commands before those its frames answer, at the one
-    /// offset their shapes and times fit (`place_pieces`). Dropped (returned) beyond `MAX_HELD` frames.
+    /// second loss began, the last one cut or not). Which commands they answer, the second loss hid: they
+    /// are not tested against the offsets; once the latest run's offset is confirmed, they go to the
+    /// commands before those its frames answer, at the one offset their shapes and times fit
+    /// (`place_pieces`). Dropped (returned) beyond `MAX_HELD` frames.
     pub fn push_piece(&mut self, frames: Vec<Frame>) -> Option<Vec<Frame>> {
         let held: usize = self.pieces.iter().map(Vec::len).sum();
         if frames.is_empty() || held + frames.len() > MAX_HELD {
