@@ -437,6 +437,7 @@ impl Session {
             // which confirm no offset. (The frames it drops, a count would miss: none is taken then.)
             let reframed = self.closed && !self.framed && self.realign.is_some();
             if reframed {
+                // (Not a resync: the stream ended.)
                 self.reframe(None, out);
             }
             if let Some(r) = self.realign.as_mut() {
@@ -780,6 +781,7 @@ impl Session {
             // resume at a turn, the replies' frames are still found again there for the realignment.
             let reframed = turn && !self.framed && (trusted || self.realign.is_some());
             if reframed {
+                self.stats.reply_resyncs += 1;
                 self.reframe(Some(cmd.ts), out);
                 if trusted {
                     self.owed.clear();
@@ -877,7 +879,6 @@ impl Session {
         let pieces = std::mem::take(&mut self.pieces);
         self.rep.reset();
         self.framed = true;
-        self.stats.reply_resyncs += 1;
         let Some(bound) = self.realign.as_ref().and_then(|r| r.reply_bound()) else { return };
         // Each piece's frames are found as the latest's are, up to where the loss after it began.
         for piece in &pieces {
@@ -1067,6 +1068,7 @@ impl Session {
         if !self.framed && self.held_turn(ts) {
             // The server speaks after a command it may answer, quiet since that command began: a reply
             // begins here (as at a turn), which may confirm it (`answer_held`).
+            self.stats.reply_resyncs += 1;
             self.reframe(None, out);
         }
         self.last_reply_ts = Some(ts);
