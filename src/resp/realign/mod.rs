@@ -63,6 +63,9 @@ pub(crate) const TIMING_RUN: u32 = 3;
 pub(crate) const MAX_HELD: usize = 4096;
 /// Offsets tried at most; a loss that allows more ends the realignment (the commands stay unknown).
 pub(crate) const MAX_OFFSETS: usize = 8192;
+/// Frames tested at most per frame and command held, when the pieces are placed (`place_pieces`): each offset
+/// tried tests a piece's frames in turn until one does not fit, which a hostile capture can put last.
+pub(crate) const PLACE_WORK_PER_FRAME: usize = 64;
 /// Runs of commands held at most (each loss of client bytes while the offsets are unknown starts one): beyond
 /// it, or beyond `MAX_OFFSETS` tried over all of them, the first run is let go unpaired.
 pub(crate) const MAX_RUNS: usize = 64;
@@ -405,18 +408,37 @@ impl Realign {
     /// commands those answered before its frames held: the latest piece first, each at the one offset
     /// that pairs its every frame with a command it fits, within the commands before the next piece's,
     /// and confirmed as a run's is (`CONFIRM_RUN` telling replies). A piece not placed leaves at least its
-    /// frames' count of commands between the pieces before it and the next. Returns (command index,
-    /// piece, frame) triples.
+    /// frames' count of commands between the pieces before it and the next. Within `PLACE_WORK_PER_FRAME`:
+    /// beyond it, the pieces not placed yet are not. Returns (command index, piece, frame) triples.
     fn place_pieces(&self, mut hi: usize) -> Vec<(usize, usize, usize)> {
         let mut out = Vec::new();
         if self.segs.len() != 1 || self.pieces_front.is_none() || self.cmds.front().map(|c| c.id) != self.pieces_front {
             return out;
         }
+        let frames: usize = self.pieces.iter().map(Vec::len).sum();
+        let mut work = PLACE_WORK_PER_FRAME.saturating_mul(frames + self.cmds.len());
         for (p, piece) in self.pieces.iter().enumerate().rev() {
             let m = piece.len();
-            let fits = |a: usize| piece.iter().enumerate().all(|(k, f)| Self::fits(f, &self.cmds[a + k]));
-            let mut found = (0..(hi + 1).saturating_sub(m)).filter(|&a| fits(a));
-            let (Some(a), None) = (found.next(), found.next()) else {
+            // The offsets where every frame fits, two at most.
+            let mut fitting = Vec::with_capacity(2);
+            for a in 0..(hi + 1).saturating_sub(m) {
+                let mut fits = true;
+                for (k, f) in piece.iter().enumerate() {
+                    let Some(left) = work.checked_sub(1) else { return out };
+                    work = left;
+                    if !Self::fits(f, &self.cmds[a + k]) {
+                        fits = false;
+                        break;
+                    }
+                }
+                if fits {
+                    fitting.push(a);
+                    if fitting.len() == 2 {
+                        break;
+                    }
+                }
+            }
+            let [a] = fitting[..] else {
                 hi = hi.saturating_sub(m);
                 continue;
             };
