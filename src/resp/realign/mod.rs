@@ -810,3 +810,45 @@ impl Realign {
         Some(f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resp::reply::NO_KEY;
+
+    fn frame(kind: Kind) -> Frame {
+        let top = Node { kind, depth: 0, len: 1, int: 1, key: NO_KEY, code: NO_KEY };
+        Frame { top, ts: 1, reply: Stored::Unknown, queued: false }
+    }
+
+    fn held(id: u64, class: Class) -> Held {
+        Held { id, class, argc: 2, end_ts: 0, bound: None }
+    }
+
+    /// `gets` GETs then an INCR held, and a piece of `bulks` bulks then an integer: it fits at one offset only
+    /// (the integer with the INCR), and every offset before it is tested up to the piece's last frame.
+    fn placed(gets: u64, bulks: usize) -> Vec<(usize, usize, usize)> {
+        let mut r = Realign::after_replies_lost(0);
+        for id in 0..gets {
+            let _ = r.push_cmd(held(id, Class::GetLike));
+        }
+        let _ = r.push_cmd(held(gets, Class::IntLike(None)));
+        let piece: Vec<Frame> = (0..bulks).map(|_| frame(Kind::Bulk)).chain([frame(Kind::Integer)]).collect();
+        assert!(r.push_piece(piece).is_none());
+        r.place_pieces(gets as usize + 1)
+    }
+
+    #[test]
+    fn a_piece_goes_where_its_every_frame_fits() {
+        let out = placed(100, 10);
+        assert_eq!(out.len(), 11);
+        assert_eq!(out[0], (90, 0, 0));
+    }
+
+    /// A thousand frames tried at three thousand offsets, each failing at the last frame: three million tests,
+    /// beyond the bound (64 per frame and command held, 320,000): the piece is not placed.
+    #[test]
+    fn placing_a_piece_stops_at_its_work_bound() {
+        assert!(placed(4000, 1000).is_empty());
+    }
+}
