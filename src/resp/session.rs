@@ -32,7 +32,9 @@
 //! next frame. When the reply stream itself lost its frame boundaries, a first turn restarts the reply parser
 //! (a new reply begins after a quiet turn) and a second one resumes pairing; the frames read between the loss
 //! and the first turn are found again there, in the reply bytes kept meanwhile (`reframe`), for the
-//! realignment of the commands held (which may resume pairing at once). A client that pipelines without
+//! realignment of the commands held (which may resume pairing at once); so are those read between two reply
+//! losses before it (a *piece*, `Realign::push_piece`), and a connection's close (a FIN each way) is such a
+//! moment too. A client that pipelines without
 //! ever waiting offers no turn and its commands stay `Unknown`; nor does one that showed it keeps commands
 //! in flight (a dirty boundary, `lockstep`: its server may fall quiet with replies still owed, as one
 //! lagging a long pipeline does), whose quiet moments only restart the reply parser. Two checks catch what
