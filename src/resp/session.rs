@@ -793,6 +793,7 @@ impl Session {
                 // The frames found again confirmed the realignment: this command waits for its reply.
             } else if turn && trusted && !reframed && self.rep.at_boundary() && self.owed.settled()
                 && !self.lockstep.seen_dirty()
+                && self.realign.as_ref().is_none_or(|_| closed <= 1 && self.lockstep.request_response())
             {
                 self.give_up_realign(out);
                 self.pairing = Pairing::Synced;

@@ -60,6 +60,18 @@ fn pipelined_reply_ts(i: usize) -> i64 {
 }
 
 fn loader_after_setup() -> Vec<(usize, Option<i64>)> {
+    lagged_after_setup(Loss::Client)
+}
+
+/// Where `lagged_after_setup` loses bytes: the client's, in piece `LOST_PIECE`, or the reply to the first
+/// piece's third SET (before any boundary inside the pipeline: no dirty one is seen).
+#[derive(PartialEq)]
+enum Loss {
+    Client,
+    Reply,
+}
+
+fn lagged_after_setup(loss: Loss) -> Vec<(usize, Option<i64>)> {
     let mut r = Run::new();
     for i in 0..SETUP {
         r.req(100 * i as i64, &cmds(&format!("SET s{i} v")));
@@ -75,7 +87,7 @@ fn loader_after_setup() -> Vec<(usize, Option<i64>)> {
         let ts = 10_000 + 100 * p as i64;
         if p < PIECES {
             let piece: Vec<usize> = (p * PIECE..(p + 1) * PIECE).collect();
-            if p == LOST_PIECE {
+            if p == LOST_PIECE && loss == Loss::Client {
                 // The piece's middle three SETs are lost with their segment.
                 r.req(ts, &piece[..2].iter().flat_map(|&i| line(i)).collect::<Vec<u8>>());
                 r.gap(Direction::Request, ts + 1, piece[2..5].iter().map(|&i| line(i).len() as u64).sum());
@@ -86,7 +98,11 @@ fn loader_after_setup() -> Vec<(usize, Option<i64>)> {
         }
         if p > 0 {
             for i in (p - 1) * PIECE..p * PIECE {
-                r.rep(pipelined_reply_ts(i), b"+OK\r\n");
+                if loss == Loss::Reply && i == 2 {
+                    r.gap(Direction::Reply, pipelined_reply_ts(i), 5);
+                } else {
+                    r.rep(pipelined_reply_ts(i), b"+OK\r\n");
+                }
             }
         }
     }
@@ -112,4 +128,22 @@ fn a_count_of_replies_is_not_taken_from_batches_wider_than_the_client_was_seen_t
             assert_eq!(t, pipelined_reply_ts(i), "SET {i} of the pipeline paired with another SET's reply");
         }
     }
+}
+
+/// As above, the loss taking one reply of the lagged pipeline instead: the moments the server falls quiet
+/// between pieces look like turns (a piece sent after the server spoke, none of its bytes while it was
+/// sent), and the connection has shown no dirty boundary. One that was taken for a turn ended the
+/// realignment and paired every SET after it with the reply of the SET a piece before. A client that was
+/// seen to pipeline does not end a realignment at such a moment: no SET may be paired with another's reply.
+#[test]
+fn a_quiet_moment_inside_a_lagged_pipeline_does_not_end_a_realignment() {
+    let got = lagged_after_setup(Loss::Reply);
+    assert_eq!(got.len(), PIECE * PIECES, "every SET kept");
+    for &(i, reply_ts) in &got {
+        if let Some(t) = reply_ts {
+            assert_eq!(t, pipelined_reply_ts(i), "SET {i} of the pipeline paired with another SET's reply");
+        }
+    }
+    let paired = got.iter().filter(|g| g.1.is_some()).count();
+    assert!(paired >= 2, "the SETs before the loss keep their replies: {paired} paired");
 }
