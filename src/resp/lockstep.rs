@@ -89,7 +89,7 @@ impl Lockstep {
     /// turn, see `session`): one that pipelines may pause inside a pipeline its server lags, which a loss
     /// of replies can make look like a turn before any dirty boundary was seen (a real capture: a loader
     /// whose set-up and first pipeline were answered whole lost a reply in its second, which its server
-    /// answered in pieces while it was sent; 44 of its SETs were paired a few replies off).
+    /// answered in pieces while it was sent; 22 of its SETs were paired a few replies off).
     pub fn request_response(&self) -> bool {
         self.dirty == 0 && self.widest[0] <= 1
     }
