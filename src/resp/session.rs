@@ -37,7 +37,9 @@
 //! moment too. A client that pipelines without
 //! ever waiting offers no turn and its commands stay `Unknown`; nor does one that showed it keeps commands
 //! in flight (a dirty boundary, `lockstep`: its server may fall quiet with replies still owed, as one
-//! lagging a long pipeline does), whose quiet moments only restart the reply parser. Two checks catch what
+//! lagging a long pipeline does), whose quiet moments only restart the reply parser; and a realignment under
+//! way ends at a turn only for a client seen to send one command at a time (`Lockstep::request_response`: a
+//! pipelining client's server may lag a pipeline before any dirty boundary showed). Two checks catch what
 //! slips through: a reply that starts before its command ended, or whose shape cannot answer it
 //! (`summary::compatible`), stops pairing (`contradictions`); the replies of the commands then waiting are
 //! taken to be still on their way, so a turn needs them first.
