@@ -623,9 +623,8 @@ impl Session {
             self.queue[i].wait = Wait::Done;
         }
         self.pieces.clear();
-        for f in r.frames.iter().chain(&r.leading).chain(r.pieces.iter().flatten()) {
-            self.stats.unpaired_replies += 1;
-            self.release_reply(f.reply);
+        for &f in r.frames.iter().chain(&r.leading).chain(r.pieces.iter().flatten()) {
+            self.let_go_reply(f);
         }
         self.emit_ready(out);
     }
@@ -703,9 +702,14 @@ impl Session {
             }
         }
         for f in resolved.unpaired {
-            self.stats.unpaired_replies += 1;
-            self.release_reply(f.reply);
+            self.let_go_reply(f);
         }
+    }
+
+    /// A reply a realignment held goes unpaired: counted, and its summary no longer kept.
+    fn let_go_reply(&mut self, f: realign::Frame) {
+        self.stats.unpaired_replies += 1;
+        self.release_reply(f.reply);
     }
 
     /// The latest run's offset is confirmed: every command held takes its run's pairing (`Realign::resolve`),
@@ -892,8 +896,7 @@ impl Session {
             self.stats.reply_skipped_bytes -= (piece.bytes.len() - found.start) as u64;
             let Some(r) = self.realign.as_mut() else { continue };
             for f in r.push_piece(frames).into_iter().flatten() {
-                self.stats.unpaired_replies += 1;
-                self.release_reply(f.reply);
+                self.let_go_reply(f);
             }
         }
         let Some(found) = reframe::first_frame(&kept.bytes, self.limits, bound) else { return };
@@ -1079,8 +1082,7 @@ impl Session {
         self.last_reply_ts = Some(ts);
         if !self.framed {
             // (The pieces kept before count towards the same share.)
-            let pieces: usize = self.pieces.iter().map(|p| p.bytes.len()).sum();
-            self.unframed.push(ts, data, self.limits.max_pending_bytes.saturating_sub(pieces));
+            self.unframed.push(ts, data, self.limits.max_pending_bytes.saturating_sub(self.pieces_bytes()));
             self.reply_bytes += data.len() as u64;
             self.stats.reply_skipped_bytes += data.len() as u64;
             return data.len();
@@ -1155,10 +1157,14 @@ impl Session {
             return;
         }
         let piece = self.unframed.take();
-        let held: usize = self.pieces.iter().map(|p| p.bytes.len()).sum();
-        if held + piece.bytes.len() <= self.limits.max_pending_bytes / 2 {
+        if self.pieces_bytes() + piece.bytes.len() <= self.limits.max_pending_bytes / 2 {
             self.pieces.push(piece);
         }
+    }
+
+    /// Reply bytes the pieces keep.
+    fn pieces_bytes(&self) -> usize {
+        self.pieces.iter().map(|p| p.bytes.len()).sum()
     }
 
     /// The frames of a piece (`keep_piece`) from `start`, summarized as held replies are; None when one is
@@ -1178,10 +1184,7 @@ impl Session {
                 pos += n;
                 match (step, parser.frame.nodes.first()) {
                     (Step::Frame, Some(&top)) if top.kind != Kind::Push => {
-                        let reply = summarize(&parser.frame, 0, Class::Other, &mut self.replies);
-                        if reply.uses_store() {
-                            self.store_users += 1;
-                        }
+                        let reply = held_summary(&parser.frame, &mut self.replies, &mut self.store_users);
                         frames.push(realign::Frame { top, ts: parser.frame.start_ts, reply, queued: is_queued(&parser.frame) });
                     }
                     (Step::More, _) => {}
@@ -1330,10 +1333,7 @@ impl Session {
     /// A reply after a loss, held for the realignment (its summary kept as for any command but HGETALL's and
     /// EXEC's, which are not used).
     fn hold_reply(&mut self, ts: i64, top: super::reply::Node, queued: bool, out: &mut impl FnMut(&Command)) {
-        let reply = summarize(&self.rep.frame, 0, Class::Other, &mut self.replies);
-        if reply.uses_store() {
-            self.store_users += 1;
-        }
+        let reply = held_summary(&self.rep.frame, &mut self.replies, &mut self.store_users);
         let Some(r) = self.realign.as_mut() else { return };
         let outcome = r.push_frame(realign::Frame { top, ts, reply, queued });
         self.realign_outcome(outcome, out);
@@ -1347,13 +1347,9 @@ impl Session {
             self.stats.unpaired_replies += 1;
             return;
         };
-        let reply = summarize(&self.rep.frame, 0, Class::Other, &mut self.replies);
-        if reply.uses_store() {
-            self.store_users += 1;
-        }
+        let reply = held_summary(&self.rep.frame, &mut self.replies, &mut self.store_users);
         if let Some(f) = r.push_leading(realign::Frame { top, ts, reply, queued }) {
-            self.stats.unpaired_replies += 1;
-            self.release_reply(f.reply);
+            self.let_go_reply(f);
         }
     }
 
@@ -1567,6 +1563,16 @@ impl Session {
 /// see `Session::held`).
 fn shape_fits(cmd: &Parsed, class: Class, top: &super::reply::Node) -> bool {
     cmd.truncated || compatible(class, cmd.argc, top)
+}
+
+/// The summary of a reply held for a realignment, before its command is known (kept as for any command but
+/// HGETALL's and EXEC's, which are not used); `users` counts the summaries the reply store keeps.
+fn held_summary(frame: &super::reply::Frame, replies: &mut ReplyStore, users: &mut usize) -> Stored {
+    let reply = summarize(frame, 0, Class::Other, replies);
+    if reply.uses_store() {
+        *users += 1;
+    }
+    reply
 }
 
 fn is_queued(frame: &super::reply::Frame) -> bool {
