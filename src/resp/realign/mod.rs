@@ -281,16 +281,14 @@ impl Realign {
         // The runs before the latest whose replies held told their offset are paired, as `resolve` would.
         let mut used = vec![false; self.frames.len()];
         let mut fates = vec![Fate::Unknown; start as usize];
-        let mut first = 0usize;
         for g in 0..last {
             let told = if self.started { self.told(g) } else { None };
+            let first = self.start(g);
             for i in first..first + self.segs[g].len {
-                if let Some(j) = told.map(|s| i as i64 - s).filter(|j| (0..nf).contains(j)) {
-                    used[j as usize] = true;
-                    fates[i] = Fate::Paired(self.frames[j as usize]);
+                if let Some(f) = self.paired_frame(i, told, &mut used) {
+                    fates[i] = Fate::Paired(f);
                 }
             }
-            first += self.segs[g].len;
         }
         let cmds = self.cmds.drain(..start as usize).zip(fates).collect();
         let mut latest = self.segs.pop_back().unwrap_or_default();
@@ -303,7 +301,7 @@ impl Realign {
         self.timing = None;
         self.reached = None;
         let mut unpaired: Vec<Frame> = std::mem::take(&mut self.leading);
-        unpaired.extend(self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
+        unpaired.extend(unused(self.frames.drain(..), used));
         unpaired.extend(self.pieces.drain(..).flatten());
         Resolved { cmds, unpaired }
     }
@@ -319,6 +317,14 @@ impl Realign {
     /// Index in `cmds` of run `g`'s first command.
     fn start(&self, g: usize) -> usize {
         self.segs.iter().take(g).map(|s| s.len).sum()
+    }
+
+    /// The frame held that command `i` pairs with under offset `s`, if one is (noted in `used`).
+    fn paired_frame(&self, i: usize, s: Option<i64>, used: &mut [bool]) -> Option<Frame> {
+        let j = usize::try_from(i as i64 - s?).ok()?;
+        let f = *self.frames.get(j)?;
+        used[j] = true;
+        Some(f)
     }
 
     fn fits(f: &Frame, c: &Held) -> bool {
@@ -668,9 +674,8 @@ impl Realign {
         let mut used = vec![false; self.frames.len()];
         let mut lead: Vec<Option<usize>> = vec![None; self.cmds.len()];
         let mut lead_used = vec![false; self.leading.len()];
-        let mut start = 0usize;
-        for g in 0..self.segs.len() {
-            let s = if g == last { Some(latest) } else { self.told(g) };
+        let offsets: Vec<Option<i64>> = (0..self.segs.len()).map(|g| if g == last { Some(latest) } else { self.told(g) }).collect();
+        for (g, &s) in offsets.iter().enumerate() {
             self.assign_leading(g, s, &mut lead, &mut lead_used);
         }
         // The pieces go before the first command the frames held or the leading ones answer.
@@ -682,28 +687,23 @@ impl Realign {
             piece[i] = Some((p, k));
             piece_used[p][k] = true;
         }
-        for g in 0..self.segs.len() {
-            let s = if g == last { Some(latest) } else { self.told(g) };
+        for (g, &s) in offsets.iter().enumerate() {
+            let start = self.start(g);
             for i in start..start + self.segs[g].len {
-                let j = s.map(|s| i as i64 - s);
-                let fate = match (j, lead[i], piece[i]) {
-                    (Some(j), _, _) if (0..self.frames.len() as i64).contains(&j) => {
-                        used[j as usize] = true;
-                        Fate::Paired(self.frames[j as usize])
-                    }
+                let fate = match (self.paired_frame(i, s, &mut used), lead[i], piece[i]) {
+                    (Some(f), _, _) => Fate::Paired(f),
                     (_, Some(at), _) => Fate::Paired(self.leading[at]),
                     (_, _, Some((p, k))) => Fate::Paired(self.pieces[p][k]),
-                    (Some(j), None, _) if j >= 0 && g == last => Fate::Awaits,
+                    _ if g == last && s.is_some_and(|s| i as i64 >= s) => Fate::Awaits,
                     _ => Fate::Unknown,
                 };
                 out.cmds.push((self.cmds[i], fate));
             }
-            start += self.segs[g].len;
         }
-        out.unpaired = self.leading.drain(..).zip(lead_used).filter(|&(_, u)| !u).map(|(f, _)| f).collect();
-        out.unpaired.extend(self.frames.drain(..).zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
+        out.unpaired = unused(self.leading.drain(..), lead_used).collect();
+        out.unpaired.extend(unused(self.frames.drain(..), used));
         for (frames, used) in self.pieces.drain(..).zip(piece_used) {
-            out.unpaired.extend(frames.into_iter().zip(used).filter(|&(_, u)| !u).map(|(f, _)| f));
+            out.unpaired.extend(unused(frames, used));
         }
         out
     }
@@ -739,7 +739,7 @@ impl Realign {
             out.cmds.push((c, fate));
         }
         // The leading frames were next to the first frame held only: none is once it leaves.
-        out.unpaired.extend(self.leading.drain(..).zip(lead_used).filter(|&(_, u)| !u).map(|(f, _)| f));
+        out.unpaired.extend(unused(self.leading.drain(..), lead_used));
         for (j, f) in self.frames.drain(..consumed).enumerate() {
             if !own.is_some_and(|s| (0..len).contains(&(j as i64 + s))) {
                 out.unpaired.push(f);
@@ -809,6 +809,11 @@ impl Realign {
         self.renumber(1);
         Some(f)
     }
+}
+
+/// The frames of `frames` that `used` does not mark, in order.
+fn unused(frames: impl IntoIterator<Item = Frame>, used: Vec<bool>) -> impl Iterator<Item = Frame> {
+    frames.into_iter().zip(used).filter(|&(_, u)| !u).map(|(f, _)| f)
 }
 
 #[cfg(test)]
